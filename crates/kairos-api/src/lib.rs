@@ -1,0 +1,1 @@
+//! Placeholder: the axum HTTP surface will live here. Nothing is implemented yet.

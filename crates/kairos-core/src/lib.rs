@@ -1,0 +1,25 @@
+//! Domain types and time rules of kairos. No IO, no async.
+//!
+//! - [`Spec`]: one schedule string (cron, `@every <duration>`, `@at <RFC3339>`), parsed with
+//!   the syntax and rejections of DESIGN.md §4.
+//! - [`Timetable`]: a spec in an IANA zone with its anchor and `[start_at, end_at]` window;
+//!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199).
+//! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
+//! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
+
+mod id;
+mod key;
+mod policy;
+mod spec;
+mod timetable;
+mod zone;
+
+pub use id::{validate_id, IdError, MAX_ID_LEN};
+pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
+pub use policy::{CatchupPolicy, OverlapPolicy, PolicyError};
+pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
+pub use timetable::{Ticks, Timetable};
+pub use zone::{parse_zone, ZoneError};
+
+/// Re-exported so that callers name zones with the same type the core evaluates them in.
+pub use chrono_tz::Tz;

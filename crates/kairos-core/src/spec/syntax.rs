@@ -1,0 +1,271 @@
+//! Our own reading of the cron text, before `croner` sees it: every rule of DESIGN.md §4.1
+//! checked field by field so an error names the field, the value and the rule, then the
+//! expression rewritten as the 7 numeric fields `croner` parses unambiguously.
+
+use super::{CronField, JobKind, SpecError};
+
+/// A cron expression that passed the syntax rules.
+#[derive(Debug, Clone)]
+pub(crate) struct CronText {
+    /// `sec min hour dom mon dow year`, names replaced by numbers, `?` by `*`.
+    pub(crate) normalized: String,
+    /// Fixed-time or wildcard (DESIGN.md §4 rule 4).
+    pub(crate) kind: JobKind,
+}
+
+/// Checks a 5, 6 or 7 field expression and rewrites it for `croner`.
+pub(crate) fn read(expr: &str) -> Result<CronText, SpecError> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let (second, rest, year) = match fields.len() {
+        5 => (None, &fields[..], None),
+        6 => (Some(fields[0]), &fields[1..], None),
+        7 => (Some(fields[0]), &fields[1..6], Some(fields[6])),
+        found => return Err(SpecError::FieldCount { found }),
+    };
+    let [minute, hour, dom, month, dow] = [rest[0], rest[1], rest[2], rest[3], rest[4]];
+
+    let second_n = match second {
+        Some(text) => normalize_field(CronField::Second, text)?,
+        None => "0".to_string(),
+    };
+    let minute_n = normalize_field(CronField::Minute, minute)?;
+    let hour_n = normalize_field(CronField::Hour, hour)?;
+    let dom_n = normalize_field(CronField::DayOfMonth, dom)?;
+    let month_n = normalize_field(CronField::Month, month)?;
+    let dow_n = normalize_field(CronField::DayOfWeek, dow)?;
+    let year_n = match year {
+        Some(text) => normalize_field(CronField::Year, text)?,
+        None => "*".to_string(),
+    };
+    check_day_fields(dom, dow)?;
+
+    let starts_wild = |text: &str| text.starts_with('*');
+    let wildcard = starts_wild(minute) || starts_wild(hour) || second.is_some_and(starts_wild);
+    let kind = if wildcard {
+        JobKind::Wildcard
+    } else {
+        JobKind::FixedTime
+    };
+    let normalized = format!("{second_n} {minute_n} {hour_n} {dom_n} {month_n} {dow_n} {year_n}");
+    Ok(CronText { normalized, kind })
+}
+
+/// A day field restricts days unless it is `*` or `?`.
+fn restricts(day_field: &str) -> bool {
+    !matches!(day_field, "*" | "?")
+}
+
+/// `*/2` in one day field with the other restricted: Vixie treats a field starting with `*`
+/// as unrestricted (AND), others as OR; refuse rather than guess.
+fn check_day_fields(dom: &str, dow: &str) -> Result<(), SpecError> {
+    if dow.starts_with('+') {
+        return Ok(());
+    }
+    let stepped_star = |text: &str| text.starts_with('*') && text != "*";
+    if (stepped_star(dom) && restricts(dow)) || (stepped_star(dow) && restricts(dom)) {
+        return Err(SpecError::DayFields {
+            dom: dom.to_string(),
+            dow: dow.to_string(),
+            rule: "a day field that starts with '*' but is not '*' next to a restricted other \
+                   day field is read differently by cron implementations; write the days as \
+                   a list or range (e.g. 1-31/2), or put '+' before day-of-week to require both",
+        });
+    }
+    Ok(())
+}
+
+fn normalize_field(field: CronField, text: &str) -> Result<String, SpecError> {
+    let upper = text.to_ascii_uppercase();
+    let (and_prefix, body) = match upper.strip_prefix('+') {
+        Some(body) if field == CronField::DayOfWeek => ("+", body),
+        Some(_) => {
+            return Err(SpecError::field(
+                field,
+                text,
+                "'+' is only allowed before the day-of-week field (it means: both day fields must match)",
+            ))
+        }
+        None => ("", upper.as_str()),
+    };
+    let items: Vec<&str> = body.split(',').collect();
+    let mut out = Vec::with_capacity(items.len());
+    for item in &items {
+        if item.is_empty() {
+            return Err(SpecError::field(field, text, "empty item in list"));
+        }
+        if items.len() > 1 && matches!(*item, "*" | "?") {
+            return Err(SpecError::field(
+                field,
+                text,
+                format!("'{item}' must stand alone, not in a list"),
+            ));
+        }
+        out.push(normalize_item(field, text, item)?);
+    }
+    Ok(format!("{and_prefix}{}", out.join(",")))
+}
+
+fn normalize_item(field: CronField, text: &str, item: &str) -> Result<String, SpecError> {
+    let err = |rule: String| SpecError::field(field, text, rule);
+    let is_day = matches!(field, CronField::DayOfMonth | CronField::DayOfWeek);
+    match item {
+        "*" => return Ok("*".into()),
+        "?" if is_day => return Ok("*".into()),
+        "?" => {
+            return Err(err(
+                "'?' is only allowed in the day-of-month and day-of-week fields".into(),
+            ))
+        }
+        _ => {}
+    }
+    if let Some((base, step)) = item.split_once('/') {
+        let step = parse_step(field, step).map_err(err)?;
+        return match base {
+            "*" => Ok(format!("*/{step}")),
+            _ if base.contains('-') => Ok(format!("{}/{step}", range(field, base).map_err(err)?)),
+            _ => {
+                let (_, max) = field.bounds();
+                Err(err(format!(
+                    "'{base}/{step}' is not accepted (cron implementations disagree on where it \
+                     ends): write '{base}-{max}/{step}' or '*/{step}'"
+                )))
+            }
+        };
+    }
+    if field == CronField::DayOfMonth {
+        if let Some(special) = day_of_month_special(item).map_err(err)? {
+            return Ok(special);
+        }
+    }
+    if field == CronField::DayOfWeek {
+        if let Some(special) = day_of_week_special(item).map_err(err)? {
+            return Ok(special);
+        }
+    }
+    if item.contains('-') {
+        return range(field, item).map_err(err);
+    }
+    Ok(value(field, item, false).map_err(err)?.to_string())
+}
+
+/// `L`, `LW`, `nW` in day-of-month.
+fn day_of_month_special(item: &str) -> Result<Option<String>, String> {
+    if item == "L" || item == "LW" {
+        return Ok(Some(item.to_string()));
+    }
+    if item.starts_with('L') {
+        return Err(format!(
+            "'{item}' is not supported: day-of-month accepts 'L' (last day) and 'LW' (last weekday)"
+        ));
+    }
+    if let Some(day) = item.strip_suffix('W') {
+        let day = number(CronField::DayOfMonth, day)?;
+        return Ok(Some(format!("{day}W")));
+    }
+    if item.contains('W') || item.contains('#') {
+        return Err(format!("'{item}' is not a day-of-month value"));
+    }
+    Ok(None)
+}
+
+/// `dL` (last weekday d of the month), `d#n`, `d#L` in day-of-week.
+fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
+    if item == "L" {
+        return Err(
+            "a bare 'L' in day-of-week is ambiguous: write 'nL' for the last weekday n of \
+                    the month (5L = last Friday), or 'L' in day-of-month for the month's last day"
+                .into(),
+        );
+    }
+    let special = |day: &str| -> Result<u32, String> {
+        if day.contains('-') {
+            return Err(format!(
+                "'{item}': '#' and 'L' apply to a single weekday, not a range"
+            ));
+        }
+        value(CronField::DayOfWeek, day, false)
+    };
+    if let Some((day, nth)) = item.split_once('#') {
+        let day = special(day)?;
+        if nth == "L" {
+            return Ok(Some(format!("{day}#L")));
+        }
+        return match nth.parse::<u32>() {
+            Ok(n @ 1..=5) => Ok(Some(format!("{day}#{n}"))),
+            _ => Err(format!(
+                "'#{nth}' must be #1 to #5 or #L (the n-th or last weekday of the month)"
+            )),
+        };
+    }
+    if let Some(day) = item.strip_suffix('L') {
+        let day = special(day)?;
+        return Ok(Some(format!("{day}L")));
+    }
+    if item.contains('W') {
+        return Err("'W' belongs in day-of-month (nearest weekday), not day-of-week".into());
+    }
+    Ok(None)
+}
+
+fn range(field: CronField, item: &str) -> Result<String, String> {
+    let (start, end) = item
+        .split_once('-')
+        .ok_or_else(|| format!("'{item}' is not a range"))?;
+    if start.is_empty() || end.is_empty() || end.contains('-') {
+        return Err(format!("'{item}' is not a range: write 'a-b'"));
+    }
+    let start = value(field, start, false)?;
+    let end = value(field, end, true)?;
+    if start > end {
+        return Err(format!(
+            "range {start}-{end} runs backwards: write it low to high (or as a list)"
+        ));
+    }
+    Ok(format!("{start}-{end}"))
+}
+
+fn parse_step(field: CronField, step: &str) -> Result<u32, String> {
+    let (min, max) = field.bounds();
+    let span = max - min + 1;
+    match step.parse::<u32>() {
+        Ok(n) if (1..=span).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("step {n} is outside 1-{span}")),
+        Err(_) => Err(format!("step '{step}' is not a whole number")),
+    }
+}
+
+/// A number or a name (`JAN`, `MON`); `SUN` as a range end is 7 so `FRI-SUN` works.
+fn value(field: CronField, text: &str, range_end: bool) -> Result<u32, String> {
+    const MONTHS: [&str; 12] = [
+        "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+    ];
+    const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+    if text.chars().all(|c| c.is_ascii_alphabetic()) {
+        let found = match field {
+            CronField::Month => MONTHS.iter().position(|m| *m == text).map(|i| i as u32 + 1),
+            CronField::DayOfWeek => DAYS.iter().position(|d| *d == text).map(|i| {
+                if i == 0 && range_end {
+                    7
+                } else {
+                    i as u32
+                }
+            }),
+            _ => None,
+        };
+        return found.ok_or_else(|| match field {
+            CronField::Month => format!("'{text}' is not a month name (JAN-DEC)"),
+            CronField::DayOfWeek => format!("'{text}' is not a weekday name (SUN-SAT)"),
+            _ => format!("'{text}' is not a number"),
+        });
+    }
+    number(field, text)
+}
+
+fn number(field: CronField, text: &str) -> Result<u32, String> {
+    let (min, max) = field.bounds();
+    match text.parse::<u32>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("value {n} is outside {min}-{max}")),
+        Err(_) => Err(format!("'{text}' is not a number")),
+    }
+}

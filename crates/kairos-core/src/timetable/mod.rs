@@ -1,0 +1,124 @@
+//! [`Timetable`]: a [`Spec`] in an IANA zone, with its `@every` anchor and its inclusive
+//! `[start_at, end_at]` window. `next_after` is the one question the planner asks.
+
+mod dst;
+
+use chrono::{DateTime, Datelike, Duration, Utc};
+use chrono_tz::Tz;
+
+use crate::spec::{Rule, Spec, HORIZON_YEAR};
+
+/// When a schedule fires. Pure: the same inputs always give the same ticks.
+#[derive(Debug, Clone)]
+pub struct Timetable {
+    spec: Spec,
+    zone: Tz,
+    // Invariant: whole seconds; `start_at` when set, else the creation time.
+    anchor: i64,
+    start_at: Option<DateTime<Utc>>,
+    end_at: Option<DateTime<Utc>>,
+}
+
+impl Timetable {
+    /// A timetable with no window. `anchor` is where `@every` counts from (the schedule's
+    /// creation time); a later [`Timetable::window`] with `start_at` replaces it.
+    pub fn new(spec: Spec, zone: Tz, anchor: DateTime<Utc>) -> Self {
+        Timetable {
+            spec,
+            zone,
+            anchor: anchor.timestamp(),
+            start_at: None,
+            end_at: None,
+        }
+    }
+
+    /// Bounds the ticks to `[start_at, end_at]` (both inclusive, both optional).
+    pub fn window(
+        mut self,
+        start_at: Option<DateTime<Utc>>,
+        end_at: Option<DateTime<Utc>>,
+    ) -> Self {
+        if let Some(start) = start_at {
+            self.anchor = start.timestamp();
+        }
+        self.start_at = start_at;
+        self.end_at = end_at;
+        self
+    }
+
+    /// The spec this timetable evaluates.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The zone this timetable evaluates in.
+    pub fn zone(&self) -> Tz {
+        self.zone
+    }
+
+    /// The smallest tick strictly after `after`, or `None` once the schedule is exhausted
+    /// (past `end_at`, past a one-time `@at`, or nothing before the end of 2199).
+    ///
+    /// Ticks are whole seconds. The planner asks `next_after(previous tick)`, never
+    /// `next_after(now)`, so the sequence never drifts.
+    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let after = match self.start_at {
+            Some(start) if after < start => start - Duration::nanoseconds(1),
+            _ => after,
+        };
+        // Whole seconds: a tick is strictly after `after` iff it is after its floor.
+        let after_s = after.timestamp();
+        let next = match &self.spec.rule {
+            Rule::Cron { calendar, kind } => dst::next_tick(calendar, *kind, self.zone, after_s),
+            Rule::Every { seconds } => Some(next_every(self.anchor, *seconds, after_s)),
+            Rule::At { at } => (at.timestamp() > after_s).then_some(at.timestamp()),
+        };
+        let next = dst::instant(next?)?;
+        let within_end = self.end_at.is_none_or(|end| next <= end);
+        let within_horizon = match self.spec.rule {
+            // A wall time late in 2199 may be an instant early in 2200 UTC.
+            Rule::Cron { .. } => true,
+            Rule::Every { .. } | Rule::At { .. } => next.year() <= HORIZON_YEAR,
+        };
+        (within_end && within_horizon).then_some(next)
+    }
+
+    /// The first tick at or after `at` (for "from now on, including now").
+    pub fn first_at_or_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.next_after(at - Duration::nanoseconds(1))
+    }
+
+    /// The ticks strictly after `after`, in order, ending when the schedule is exhausted.
+    pub fn ticks_after(&self, after: DateTime<Utc>) -> Ticks<'_> {
+        Ticks {
+            timetable: self,
+            last: Some(after),
+        }
+    }
+}
+
+/// `anchor + k * period` for the smallest `k >= 0` that is strictly after `after`.
+fn next_every(anchor: i64, period: i64, after: i64) -> i64 {
+    if after < anchor {
+        return anchor;
+    }
+    let periods = (after - anchor) / period + 1;
+    anchor + periods * period
+}
+
+/// Iterator over successive ticks; see [`Timetable::ticks_after`].
+#[derive(Debug)]
+pub struct Ticks<'a> {
+    timetable: &'a Timetable,
+    last: Option<DateTime<Utc>>,
+}
+
+impl Iterator for Ticks<'_> {
+    type Item = DateTime<Utc>;
+
+    fn next(&mut self) -> Option<DateTime<Utc>> {
+        let next = self.timetable.next_after(self.last?);
+        self.last = next;
+        next
+    }
+}

@@ -1,0 +1,1 @@
+//! Placeholder: `RunLauncher` and its JetStream implementation will live here. Nothing is implemented yet.

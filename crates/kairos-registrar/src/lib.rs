@@ -1,0 +1,1 @@
+//! Placeholder: schedule validation and upsert will live here. Nothing is implemented yet.

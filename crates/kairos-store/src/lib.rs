@@ -1,0 +1,1 @@
+//! Placeholder: all SQL will live here (migrations, claims, run rows). Nothing is implemented yet.
