@@ -55,3 +55,38 @@ pub fn validate_id(field: &'static str, value: &str) -> Result<(), IdError> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_one_rule() {
+        assert_eq!(validate_id("schedule_id", "nightly_etl-2"), Ok(()));
+        assert_eq!(
+            validate_id("schedule_id", ""),
+            Err(IdError::Empty {
+                field: "schedule_id"
+            })
+        );
+        assert_eq!(
+            validate_id("workflow_id", "a.b"),
+            Err(IdError::Charset {
+                field: "workflow_id",
+                found: '.'
+            })
+        );
+        assert!(matches!(
+            validate_id("user_id", "a:b"),
+            Err(IdError::Charset { found: ':', .. })
+        ));
+        assert_eq!(validate_id("user_id", &"x".repeat(200)), Ok(()));
+        assert_eq!(
+            validate_id("user_id", &"x".repeat(201)),
+            Err(IdError::TooLong {
+                field: "user_id",
+                len: 201
+            })
+        );
+    }
+}

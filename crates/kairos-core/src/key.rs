@@ -65,3 +65,71 @@ pub fn jitter_offset(key: &RunKey, jitter_ms: u32) -> Duration {
     let offset = (u64::from_be_bytes(bytes) % span) as i64 - i64::from(jitter_ms);
     Duration::milliseconds(offset)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().expect("rfc3339")
+    }
+
+    #[test]
+    fn tick_key_is_sha256_of_id_and_epoch_seconds() {
+        let key = RunKey::tick("nightly-etl", at("2026-03-09T07:00:00Z"));
+        let expected = hex::encode(Sha256::digest(b"nightly-etl:1773039600"));
+        assert_eq!(key.as_str(), expected);
+        // Sub-second parts of run_at do not change the key.
+        assert_eq!(
+            key,
+            RunKey::tick("nightly-etl", at("2026-03-09T07:00:00.250Z"))
+        );
+        assert_ne!(key, RunKey::tick("nightly-etl", at("2026-03-09T07:00:01Z")));
+    }
+
+    #[test]
+    fn manual_keys_are_their_own_space() {
+        let manual = RunKey::manual("s1", "req-1");
+        assert_eq!(manual, RunKey::manual("s1", "req-1"));
+        assert_ne!(manual, RunKey::manual("s1", "req-2"));
+        assert_eq!(
+            manual.as_str(),
+            hex::encode(Sha256::digest(b"s1:manual:req-1"))
+        );
+        assert_eq!(
+            RunKey::tick("s1", at("2026-01-01T00:00:00Z"))
+                .as_str()
+                .len(),
+            64
+        );
+    }
+
+    #[test]
+    fn jitter_is_deterministic_bounded_and_spread() {
+        assert_eq!(
+            jitter_offset(&RunKey::manual("s", "r"), 0),
+            Duration::zero()
+        );
+        let jitter_ms = 500;
+        let offsets: Vec<i64> = (0..2_000)
+            .map(|i| {
+                let key = RunKey::tick("s", DateTime::from_timestamp(i * 60, 0).expect("t"));
+                let offset = jitter_offset(&key, jitter_ms);
+                assert_eq!(
+                    offset,
+                    jitter_offset(&key, jitter_ms),
+                    "same key, same offset"
+                );
+                offset.num_milliseconds()
+            })
+            .collect();
+        assert!(offsets.iter().all(|o| (-500..=500).contains(o)));
+        // Uniform-ish: both halves used, extremes approached.
+        let negative = offsets.iter().filter(|o| **o < 0).count();
+        assert!(
+            (800..1200).contains(&negative),
+            "negative offsets: {negative}"
+        );
+        assert!(offsets.iter().any(|o| *o < -450) && offsets.iter().any(|o| *o > 450));
+    }
+}

@@ -37,7 +37,10 @@ pub struct Spec {
 /// What a spec means, evaluated by `Timetable`.
 #[derive(Debug, Clone)]
 pub(crate) enum Rule {
-    Cron { calendar: Calendar, kind: JobKind },
+    Cron {
+        calendar: Box<Calendar>,
+        kind: JobKind,
+    },
     Every { seconds: i64 },
     At { at: DateTime<Utc> },
 }
@@ -100,7 +103,7 @@ fn cron_rule(written: &str, expr: &str) -> Result<Rule, SpecError> {
         });
     }
     Ok(Rule::Cron {
-        calendar,
+        calendar: Box::new(calendar),
         kind: text.kind,
     })
 }
