@@ -1,0 +1,93 @@
+//! `kairos preview` as a user runs it: output format, exit codes, one-line errors.
+
+use std::process::{Command, Output};
+
+fn preview(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kairos"))
+        .arg("preview")
+        .args(args)
+        .output()
+        .expect("run kairos")
+}
+
+fn stderr_line(output: &Output) -> String {
+    let stderr = String::from_utf8(output.stderr.clone()).expect("utf-8");
+    assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr:?}");
+    stderr
+}
+
+#[test]
+fn json_prints_exactly_the_vector_instants() {
+    let output = preview(&[
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2025-03-08T12:00:00Z",
+        "-n",
+        "3",
+        "--json",
+    ]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("utf-8"),
+        "{\"fire_times\":[\"2025-03-09T07:00:00Z\",\"2025-03-10T06:30:00Z\",\"2025-03-11T06:30:00Z\"]}\n"
+    );
+}
+
+#[test]
+fn plain_output_is_one_time_per_line() {
+    let output = preview(&[
+        "*/15 * * * * *",
+        "--after",
+        "2025-01-01T00:00:50Z",
+        "-n",
+        "2",
+    ]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("utf-8"),
+        "2025-01-01T00:01:00Z\n2025-01-01T00:01:15Z\n"
+    );
+}
+
+#[test]
+fn invalid_expression_exits_2_naming_the_problem() {
+    let output = preview(&["bogus", "--tz", "UTC"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_line(&output).contains("field"));
+
+    let output = preview(&["0 0 * * L", "--tz", "UTC"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_line(&output).contains("day-of-week field \"L\""));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn unknown_zone_exits_2_naming_the_zone() {
+    let output = preview(&["* * * * *", "--tz", "Mars/Base"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_line(&output).contains("Mars/Base"));
+}
+
+#[test]
+fn bad_after_exits_2() {
+    let output = preview(&["* * * * *", "--after", "yesterday"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_line(&output).contains("--after"));
+}
+
+#[test]
+fn exhausted_expression_prints_an_empty_list() {
+    let output = preview(&[
+        "0 0 0 1 1 * 2020-2022",
+        "--after",
+        "2025-01-01T00:00:00Z",
+        "--json",
+    ]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("utf-8"),
+        "{\"fire_times\":[]}\n"
+    );
+}
