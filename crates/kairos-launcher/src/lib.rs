@@ -1,1 +1,37 @@
-//! Placeholder: `RunLauncher` and its JetStream implementation will live here. Nothing is implemented yet.
+//! `RunLauncher`: hands launch messages to the delivery queue and reports, per message,
+//! whether the queue has stored it.
+//!
+//! - [`NatsLauncher`]: JetStream (stream `KAIROS_LAUNCH`, subjects `kairos.launch.>`), with
+//!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only NATS user.
+//! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
+//!
+//! Both pipeline a batch: every message is sent before any acknowledgement is awaited.
+
+mod error;
+mod memory;
+mod message;
+mod nats;
+
+use std::future::Future;
+
+pub use error::{Error, Result};
+pub use memory::InMemoryLauncher;
+pub use message::{LaunchMessage, Source};
+pub use nats::{NatsConfig, NatsLauncher};
+
+/// The queue stored a message (`duplicate` when it had stored the same id before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enqueued {
+    /// Position of the message in the stream.
+    pub stream_sequence: u64,
+    /// The queue already held a message with this id; nothing new was stored. A success.
+    pub duplicate: bool,
+}
+
+/// Publishes launch messages. Implementations are safe to call from many tasks.
+pub trait RunLauncher: Send + Sync {
+    /// Publishes every message of `batch` and returns one outcome per message, in order.
+    /// A failure of one message does not stop the others.
+    fn launch(&self, batch: &[LaunchMessage])
+        -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
+}

@@ -1,0 +1,60 @@
+//! Errors of the launcher, split into retryable (try again with the same message id) and
+//! permanent (the run cannot be launched as it is).
+
+/// Result with the launcher's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a message was not stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Could not connect to NATS.
+    #[error("connect to nats at {url} failed")]
+    Connect {
+        /// The server URL.
+        url: String,
+        /// The cause.
+        #[source]
+        source: async_nats::ConnectError,
+    },
+    /// Could not read the TLS or credentials files named in config.
+    #[error("nats credentials file {path:?} could not be read")]
+    Credentials {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Creating or checking the stream failed.
+    #[error("jetstream stream {stream:?} could not be created or checked: {reason}")]
+    Stream {
+        /// The stream name.
+        stream: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Publishing failed or the acknowledgement did not arrive; the message may or may not
+    /// be stored, so retry with the same message id.
+    #[error("publish to jetstream failed: {reason}")]
+    Publish {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The encoded message is larger than the server accepts: permanent.
+    #[error("launch message is {size} bytes, over the server's limit")]
+    TooLarge {
+        /// Encoded size in bytes.
+        size: usize,
+    },
+}
+
+impl Error {
+    /// Whether publishing the same message again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Connect { .. } | Error::Stream { .. } | Error::Publish { .. }
+        )
+    }
+}

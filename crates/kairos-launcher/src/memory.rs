@@ -1,0 +1,80 @@
+//! [`InMemoryLauncher`]: the launcher contract in memory, for unit tests of the worker.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::{Enqueued, Error, LaunchMessage, Result, RunLauncher};
+
+/// Stores messages in memory and de-duplicates by message id, like a stream whose
+/// duplicate window never ends. Can be told to fail, to exercise outage handling.
+#[derive(Debug)]
+pub struct InMemoryLauncher {
+    max_message_bytes: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    messages: Vec<LaunchMessage>,
+    ids: HashMap<String, u64>,
+    down: bool,
+}
+
+impl InMemoryLauncher {
+    /// An empty queue accepting messages up to `max_message_bytes` encoded.
+    pub fn new(max_message_bytes: usize) -> Self {
+        InMemoryLauncher {
+            max_message_bytes,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// While `down`, every publish fails with a retryable error (a broker outage).
+    pub fn set_down(&self, down: bool) {
+        self.lock().down = down;
+    }
+
+    /// The messages stored, in stream order.
+    pub fn messages(&self) -> Vec<LaunchMessage> {
+        self.lock().messages.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic in another test thread must not hide this launcher's state.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn publish(&self, message: &LaunchMessage) -> Result<Enqueued> {
+        let size = message.encode().len();
+        if size > self.max_message_bytes {
+            return Err(Error::TooLarge { size });
+        }
+        let mut state = self.lock();
+        if state.down {
+            return Err(Error::Publish {
+                reason: "in-memory queue is down".into(),
+            });
+        }
+        if let Some(sequence) = state.ids.get(&message.msg_id()) {
+            return Ok(Enqueued {
+                stream_sequence: *sequence,
+                duplicate: true,
+            });
+        }
+        state.messages.push(message.clone());
+        let sequence = state.messages.len() as u64;
+        state.ids.insert(message.msg_id(), sequence);
+        Ok(Enqueued {
+            stream_sequence: sequence,
+            duplicate: false,
+        })
+    }
+}
+
+impl RunLauncher for InMemoryLauncher {
+    async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
+        batch.iter().map(|message| self.publish(message)).collect()
+    }
+}

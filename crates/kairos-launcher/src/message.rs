@@ -1,0 +1,72 @@
+//! The launch message of DESIGN.md §5 (`schemas/launch.schema.json`), as sent on
+//! `kairos.launch.<workflow_id>`.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+/// Why a run exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A tick of the schedule.
+    Schedule,
+    /// A trigger-now request.
+    Manual,
+    /// A backfill over past ticks.
+    Backfill,
+    /// `POST /run-launcher/start`.
+    Api,
+}
+
+/// One launch message. The body an executor receives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchMessage {
+    /// The run's key; also the `Nats-Msg-Id` of the first attempt.
+    pub idempotency_key: String,
+    /// The schedule the run belongs to.
+    pub schedule_id: String,
+    /// Workflow launched (also the last subject token).
+    pub workflow_id: String,
+    /// Workflow version launched.
+    pub version: i64,
+    /// Owner of the schedule.
+    pub user_id: String,
+    /// The planned tick (`run_at`), RFC 3339 UTC.
+    pub scheduled_for: String,
+    /// The tick plus jitter, RFC 3339 UTC.
+    pub fire_at: String,
+    /// Why the run exists.
+    pub source: Source,
+    /// 1 for the first launch; higher for an intentional re-launch.
+    pub attempt: u32,
+    /// The workflow's DAG JSON.
+    pub dag: serde_json::Value,
+}
+
+impl LaunchMessage {
+    /// Formats an instant as the message does: UTC, `Z`, fractions only when non-zero.
+    pub fn timestamp(at: DateTime<Utc>) -> String {
+        at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+    }
+
+    /// The subject this message is published on: `<prefix>.<workflow_id>`.
+    pub fn subject(&self, prefix: &str) -> String {
+        format!("{prefix}.{}", self.workflow_id)
+    }
+
+    /// The stream de-duplication id: the key for attempt 1, `key:attempt` after that, so an
+    /// intentional re-launch is a new message while a retry of the same attempt is not.
+    pub fn msg_id(&self) -> String {
+        if self.attempt <= 1 {
+            self.idempotency_key.clone()
+        } else {
+            format!("{}:{}", self.idempotency_key, self.attempt)
+        }
+    }
+
+    /// The JSON body.
+    pub fn encode(&self) -> Vec<u8> {
+        // Invariant: every field serializes (strings, integers, a JSON value).
+        serde_json::to_vec(self).expect("launch messages always serialize")
+    }
+}

@@ -1,0 +1,209 @@
+//! [`NatsLauncher`]: launch messages on JetStream.
+//!
+//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.>`, file storage) is created or updated
+//!   on connect, with the duplicate window from config. The window must exceed the longest
+//!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
+//! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
+//!   which applies back-pressure), then every acknowledgement is awaited.
+//! - A timeout does not mean the message was not stored: callers retry with the same
+//!   `Nats-Msg-Id`, and a `duplicate` acknowledgement counts as success.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, stream};
+use futures::future::join_all;
+
+use crate::{Enqueued, Error, LaunchMessage, Result, RunLauncher};
+
+/// How to reach NATS and shape the stream. Fields mirror the `[nats]` config section.
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    /// Server URL, e.g. `nats://127.0.0.1:4222`.
+    pub url: String,
+    /// Stream name (`KAIROS_LAUNCH`).
+    pub stream: String,
+    /// Subject prefix (`kairos.launch`); messages go to `<prefix>.<workflow_id>`.
+    pub subject_prefix: String,
+    /// How long the stream remembers message ids for de-duplication.
+    pub duplicate_window: Duration,
+    /// Most acknowledgements awaited at once; publishing waits beyond it.
+    pub max_inflight: usize,
+    /// How long to wait for one acknowledgement.
+    pub ack_timeout: Duration,
+    /// CA certificate to trust (TLS).
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate and key (mutual TLS).
+    pub tls_client: Option<(PathBuf, PathBuf)>,
+    /// A `.creds` file (JWT + nkey).
+    pub creds_file: Option<PathBuf>,
+    /// User and password.
+    pub user_password: Option<(String, String)>,
+    /// Token authentication.
+    pub token: Option<String>,
+}
+
+impl NatsConfig {
+    /// The defaults of `config/default.toml` for a server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        NatsConfig {
+            url: url.into(),
+            stream: "KAIROS_LAUNCH".into(),
+            subject_prefix: "kairos.launch".into(),
+            duplicate_window: Duration::from_secs(600),
+            max_inflight: 4_096,
+            ack_timeout: Duration::from_secs(5),
+            tls_ca: None,
+            tls_client: None,
+            creds_file: None,
+            user_password: None,
+            token: None,
+        }
+    }
+}
+
+/// Publishes launch messages to JetStream.
+#[derive(Debug, Clone)]
+pub struct NatsLauncher {
+    jetstream: jetstream::Context,
+    config: NatsConfig,
+}
+
+impl NatsLauncher {
+    /// Connects and creates (or updates) the stream.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server cannot be reached, [`Error::Credentials`] for an
+    /// unreadable creds file, [`Error::Stream`] when the stream cannot be created or updated.
+    pub async fn connect(config: NatsConfig) -> Result<Self> {
+        let client = async_nats::connect_with_options(&config.url, connect_options(&config).await?)
+            .await
+            .map_err(|source| Error::Connect {
+                url: config.url.clone(),
+                source,
+            })?;
+        let jetstream = jetstream::ContextBuilder::new()
+            .ack_timeout(config.ack_timeout)
+            .max_ack_inflight(config.max_inflight)
+            .backpressure_on_inflight(true)
+            .build(client);
+        let launcher = NatsLauncher { jetstream, config };
+        launcher.ensure_stream().await?;
+        Ok(launcher)
+    }
+
+    /// Creates the stream, or brings an existing one to the configured subjects and window.
+    ///
+    /// # Errors
+    /// [`Error::Stream`] with the server's reason.
+    pub async fn ensure_stream(&self) -> Result<()> {
+        let config = stream::Config {
+            name: self.config.stream.clone(),
+            subjects: vec![format!("{}.>", self.config.subject_prefix)],
+            duplicate_window: self.config.duplicate_window,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        };
+        self.jetstream
+            .create_or_update_stream(config)
+            .await
+            .map(|_| ())
+            .map_err(|err| self.stream_error(err))
+    }
+
+    /// How many messages the stream holds now.
+    ///
+    /// # Errors
+    /// [`Error::Stream`] when the stream cannot be read.
+    pub async fn stream_messages(&self) -> Result<u64> {
+        let mut stream = self
+            .jetstream
+            .get_stream(&self.config.stream)
+            .await
+            .map_err(|err| self.stream_error(err))?;
+        let info = stream.info().await.map_err(|err| self.stream_error(err))?;
+        Ok(info.state.messages)
+    }
+
+    /// The JetStream context, for consumers built on the same connection.
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.jetstream
+    }
+
+    fn stream_error(&self, err: impl std::fmt::Display) -> Error {
+        Error::Stream {
+            stream: self.config.stream.clone(),
+            reason: err.to_string(),
+        }
+    }
+
+    /// Sends one message; the returned future resolves when it is acknowledged.
+    async fn stage(&self, message: &LaunchMessage) -> Result<jetstream::context::PublishAckFuture> {
+        let body = message.encode();
+        let size = body.len();
+        let publish = PublishMessage::build()
+            .payload(body.into())
+            .message_id(message.msg_id());
+        self.jetstream
+            .send_publish(message.subject(&self.config.subject_prefix), publish)
+            .await
+            .map_err(|err| match err.kind() {
+                PublishErrorKind::MaxPayloadExceeded => Error::TooLarge { size },
+                _ => Error::Publish {
+                    reason: err.to_string(),
+                },
+            })
+    }
+}
+
+impl RunLauncher for NatsLauncher {
+    async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
+        // Stage everything first so acknowledgements overlap (pipelining).
+        let mut staged = Vec::with_capacity(batch.len());
+        for message in batch {
+            staged.push(self.stage(message).await);
+        }
+        let acks = staged.into_iter().map(|staged| async move {
+            let ack = staged?.await.map_err(|err| Error::Publish {
+                reason: err.to_string(),
+            })?;
+            Ok(Enqueued {
+                stream_sequence: ack.sequence,
+                duplicate: ack.duplicate,
+            })
+        });
+        join_all(acks).await
+    }
+}
+
+async fn connect_options(config: &NatsConfig) -> Result<async_nats::ConnectOptions> {
+    let mut options = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .name("kairos");
+    if let Some(path) = &config.creds_file {
+        options = options
+            .credentials_file(path)
+            .await
+            .map_err(|source| Error::Credentials {
+                path: path.display().to_string(),
+                source,
+            })?;
+    }
+    if let Some((user, password)) = &config.user_password {
+        options = options.user_and_password(user.clone(), password.clone());
+    }
+    if let Some(token) = &config.token {
+        options = options.token(token.clone());
+    }
+    if let Some(ca) = &config.tls_ca {
+        options = options.add_root_certificates(ca.clone()).require_tls(true);
+    }
+    if let Some((cert, key)) = &config.tls_client {
+        options = options
+            .add_client_certificate(cert.clone(), key.clone())
+            .require_tls(true);
+    }
+    Ok(options)
+}
