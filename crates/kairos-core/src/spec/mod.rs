@@ -41,8 +41,12 @@ pub(crate) enum Rule {
         calendar: Box<Calendar>,
         kind: JobKind,
     },
-    Every { seconds: i64 },
-    At { at: DateTime<Utc> },
+    Every {
+        seconds: i64,
+    },
+    At {
+        at: DateTime<Utc>,
+    },
 }
 
 impl Spec {
