@@ -1,0 +1,166 @@
+//! The planner's decision for one claimed schedule, as a pure function (DESIGN.md §4
+//! "Policies"): which ticks in `[next_run_at, now + lookahead]` become runs, when each fires,
+//! how many were missed, and where `next_run_at` moves.
+//!
+//! - A tick older than `now - misfire_grace` is *missed*. `none`: not fired, counted.
+//!   `fire_immediately`: fired now, oldest first, at most `max_catchup_per_pass` per pass.
+//!   `spread`: fired spread evenly across the lookahead window. Either way only the newest
+//!   `max_catchup` missed ticks are candidates; older ones are counted as missed.
+//! - A tick within the grace fires normally (late); a future tick fires at `run_at + jitter`.
+//! - Keys always come from `run_at`; jitter from the key.
+
+use std::collections::VecDeque;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::{jitter_offset, CatchupPolicy, RunKey, Timetable};
+
+/// Most missed ticks enumerated one by one in a pass; past it the planner jumps to the
+/// present and reports the count as a lower bound (a year of `* * * * * *` is 31 M ticks).
+pub const MAX_MISSED_ENUMERATED: u64 = 100_000;
+
+/// The pass-wide knobs (from `[scheduler]` config).
+#[derive(Debug, Clone, Copy)]
+pub struct PlanParams {
+    /// The database's `now()` for this pass.
+    pub now: DateTime<Utc>,
+    /// How far ahead ticks are planned.
+    pub lookahead: Duration,
+    /// How late a tick may be and still fire normally.
+    pub misfire_grace: Duration,
+    /// Newest missed ticks a schedule may catch up on (older ones are dropped).
+    pub max_catchup: u32,
+    /// Catch-up runs created for one schedule in one pass (`fire_immediately`).
+    pub max_catchup_per_pass: u32,
+}
+
+/// The schedule being planned.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    /// Its id (keys are derived from it).
+    pub schedule_id: &'a str,
+    /// When it fires.
+    pub timetable: &'a Timetable,
+    /// The stored next tick (the first tick not yet planned).
+    pub next_run_at: DateTime<Utc>,
+    /// Jitter bound in milliseconds.
+    pub jitter_ms: u32,
+    /// What to do with missed ticks.
+    pub catchup: CatchupPolicy,
+}
+
+/// One run to insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRun {
+    /// The tick.
+    pub run_at: DateTime<Utc>,
+    /// When it should be dispatched.
+    pub fire_at: DateTime<Utc>,
+    /// Its idempotency key.
+    pub key: RunKey,
+    /// Whether it is a catch-up of a missed tick.
+    pub catchup: bool,
+}
+
+/// The outcome of planning one schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Runs to insert (`on conflict do nothing`), in `run_at` order.
+    pub runs: Vec<PlannedRun>,
+    /// Missed ticks not fired (policy `none`, or older than `max_catchup`).
+    pub missed: u64,
+    /// `missed` is a lower bound: more than [`MAX_MISSED_ENUMERATED`] were skipped over.
+    pub missed_truncated: bool,
+    /// The first tick not planned; `None` when the schedule is exhausted.
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+/// Plans one schedule for one pass.
+pub fn plan(input: PlanInput<'_>, params: PlanParams) -> Plan {
+    let grace_start = params.now - params.misfire_grace;
+    let horizon = params.now + params.lookahead;
+    let mut plan = Plan {
+        runs: Vec::new(),
+        missed: 0,
+        missed_truncated: false,
+        next_run_at: None,
+    };
+
+    // 1. Missed ticks: keep the newest `max_catchup` as candidates, count the rest.
+    let keep = match input.catchup {
+        CatchupPolicy::None => 0,
+        CatchupPolicy::FireImmediately | CatchupPolicy::Spread => params.max_catchup as usize,
+    };
+    let mut candidates: VecDeque<DateTime<Utc>> = VecDeque::new();
+    let mut tick = Some(input.next_run_at);
+    let mut enumerated = 0u64;
+    while let Some(run_at) = tick.filter(|t| *t < grace_start) {
+        enumerated += 1;
+        if enumerated > MAX_MISSED_ENUMERATED {
+            // Too far behind to pick the newest ticks cheaply: catch up on none of them.
+            plan.missed_truncated = true;
+            plan.missed += candidates.len() as u64;
+            candidates.clear();
+            tick = input.timetable.first_at_or_after(grace_start);
+            break;
+        }
+        candidates.push_back(run_at);
+        if candidates.len() > keep {
+            candidates.pop_front();
+            plan.missed += 1;
+        }
+        tick = input.timetable.next_after(run_at);
+    }
+
+    // 2. Catch-up runs.
+    match input.catchup {
+        CatchupPolicy::None => {}
+        CatchupPolicy::FireImmediately => {
+            let per_pass = params.max_catchup_per_pass as usize;
+            if candidates.len() > per_pass {
+                // The rest wait for the next pass: next_run_at stays on the first of them.
+                let resume_at = candidates[per_pass];
+                candidates.truncate(per_pass);
+                plan.runs
+                    .extend(catchup_runs(&input, &candidates, |_| params.now));
+                plan.next_run_at = Some(resume_at);
+                return plan;
+            }
+            plan.runs
+                .extend(catchup_runs(&input, &candidates, |_| params.now));
+        }
+        CatchupPolicy::Spread => {
+            let n = candidates.len() as i32;
+            let spread = |i: usize| params.now + params.lookahead * i as i32 / n.max(1);
+            plan.runs.extend(catchup_runs(&input, &candidates, spread));
+        }
+    }
+
+    // 3. On-time and late-within-grace ticks up to the horizon.
+    while let Some(run_at) = tick.filter(|t| *t <= horizon) {
+        let key = RunKey::tick(input.schedule_id, run_at);
+        let fire_at = run_at + jitter_offset(&key, input.jitter_ms);
+        plan.runs.push(PlannedRun {
+            run_at,
+            fire_at,
+            key,
+            catchup: false,
+        });
+        tick = input.timetable.next_after(run_at);
+    }
+    plan.next_run_at = tick;
+    plan
+}
+
+fn catchup_runs<'a>(
+    input: &'a PlanInput<'_>,
+    ticks: &'a VecDeque<DateTime<Utc>>,
+    fire_at: impl Fn(usize) -> DateTime<Utc> + 'a,
+) -> impl Iterator<Item = PlannedRun> + 'a {
+    ticks.iter().enumerate().map(move |(i, run_at)| PlannedRun {
+        run_at: *run_at,
+        fire_at: fire_at(i),
+        key: RunKey::tick(input.schedule_id, *run_at),
+        catchup: true,
+    })
+}
