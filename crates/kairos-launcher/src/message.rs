@@ -1,5 +1,5 @@
 //! The launch message of DESIGN.md §5 (`schemas/launch.schema.json`), as sent on
-//! `kairos.launch.<workflow_id>`.
+//! `kairos.launch.<workflow_id>` (`<nats.subject_prefix>.launch.<workflow_id>`).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -49,9 +49,9 @@ impl LaunchMessage {
         at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
     }
 
-    /// The subject this message is published on: `<prefix>.<workflow_id>`.
+    /// The subject this message is published on: `<prefix>.launch.<workflow_id>`.
     pub fn subject(&self, prefix: &str) -> String {
-        format!("{prefix}.{}", self.workflow_id)
+        format!("{prefix}.launch.{}", self.workflow_id)
     }
 
     /// The stream de-duplication id: the key for attempt 1, `key:attempt` after that, so an

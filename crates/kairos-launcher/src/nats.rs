@@ -1,6 +1,6 @@
 //! [`NatsLauncher`]: launch messages on JetStream.
 //!
-//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.>`, file storage) is created or updated
+//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage) is created or updated
 //!   on connect, with the duplicate window from config. The window must exceed the longest
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
 //! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
@@ -25,7 +25,7 @@ pub struct NatsConfig {
     pub url: String,
     /// Stream name (`KAIROS_LAUNCH`).
     pub stream: String,
-    /// Subject prefix (`kairos.launch`); messages go to `<prefix>.<workflow_id>`.
+    /// Subject prefix (`kairos`); launch messages go to `<prefix>.launch.<workflow_id>`.
     pub subject_prefix: String,
     /// How long the stream remembers message ids for de-duplication.
     pub duplicate_window: Duration,
@@ -51,8 +51,8 @@ impl NatsConfig {
         NatsConfig {
             url: url.into(),
             stream: "KAIROS_LAUNCH".into(),
-            subject_prefix: "kairos.launch".into(),
-            duplicate_window: Duration::from_secs(600),
+            subject_prefix: "kairos".into(),
+            duplicate_window: Duration::from_secs(900),
             max_inflight: 4_096,
             ack_timeout: Duration::from_secs(5),
             tls_ca: None,
@@ -101,7 +101,7 @@ impl NatsLauncher {
     pub async fn ensure_stream(&self) -> Result<()> {
         let config = stream::Config {
             name: self.config.stream.clone(),
-            subjects: vec![format!("{}.>", self.config.subject_prefix)],
+            subjects: vec![format!("{}.launch.>", self.config.subject_prefix)],
             duplicate_window: self.config.duplicate_window,
             storage: stream::StorageType::File,
             ..Default::default()

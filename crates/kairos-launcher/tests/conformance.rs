@@ -110,7 +110,7 @@ async fn nats_launcher_sets_msg_id_and_subject() {
     assert_eq!(body["source"], "schedule");
     assert_eq!(
         stream.info().await.expect("info").config.duplicate_window,
-        Duration::from_secs(600)
+        Duration::from_secs(900)
     );
 }
 
