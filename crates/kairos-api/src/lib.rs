@@ -1,1 +1,171 @@
-//! Placeholder: the axum HTTP surface will live here. Nothing is implemented yet.
+//! The HTTP API of kairos (DESIGN.md §5): registrar, workflow store and health routes on
+//! axum. The only crate that knows HTTP status codes and JSON shapes.
+//!
+//! [`app`] builds the router from [`routes`], the single list of (method, path, role) that
+//! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);
+//! health routes are open.
+
+mod body;
+mod error;
+mod health;
+mod schedules;
+mod wire;
+mod workflows;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, Method};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{self, MethodRouter};
+use axum::Router;
+use kairos_auth::{Authenticator, Role};
+use kairos_registrar::Registrar;
+
+pub use error::ApiError;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// Schedules and workflows.
+    pub registrar: Registrar,
+    /// Checks bearer tokens.
+    pub auth: Arc<Authenticator>,
+    /// Largest request body accepted (`http.max_body_bytes`).
+    pub max_body_bytes: usize,
+}
+
+/// One route: the router is built from these and the OpenAPI test reads them.
+#[derive(Debug)]
+pub struct Route {
+    /// HTTP method.
+    pub method: Method,
+    /// axum path syntax (`/schedules/{id}`), the same as OpenAPI's.
+    pub path: &'static str,
+    /// The role required; `None` for open routes (health).
+    pub role: Option<Role>,
+    handler: MethodRouter<AppState>,
+}
+
+fn route(
+    method: Method,
+    path: &'static str,
+    role: Option<Role>,
+    handler: MethodRouter<AppState>,
+) -> Route {
+    Route {
+        method,
+        path,
+        role,
+        handler,
+    }
+}
+
+/// Every route this crate serves.
+pub fn routes() -> Vec<Route> {
+    use routing::{delete, get, post, put};
+    use Role::{Deployer, Reader};
+    vec![
+        route(
+            Method::POST,
+            "/schedules/upsert",
+            Some(Deployer),
+            post(schedules::upsert),
+        ),
+        route(
+            Method::POST,
+            "/schedules/pause",
+            Some(Deployer),
+            post(schedules::pause),
+        ),
+        route(
+            Method::POST,
+            "/schedules/preview",
+            Some(Reader),
+            post(schedules::preview),
+        ),
+        route(
+            Method::GET,
+            "/schedules",
+            Some(Reader),
+            get(schedules::list),
+        ),
+        route(
+            Method::GET,
+            "/schedules/{id}",
+            Some(Reader),
+            get(schedules::get),
+        ),
+        route(
+            Method::DELETE,
+            "/schedules/{id}",
+            Some(Deployer),
+            delete(schedules::delete),
+        ),
+        route(
+            Method::GET,
+            "/schedules/{id}/runs",
+            Some(Reader),
+            get(schedules::runs),
+        ),
+        route(
+            Method::PUT,
+            "/workflows/{id}/versions/{version}",
+            Some(Deployer),
+            put(workflows::put),
+        ),
+        route(
+            Method::GET,
+            "/workflows/{id}/versions/{version}",
+            Some(Reader),
+            get(workflows::get),
+        ),
+        route(Method::GET, "/healthz", None, get(health::healthz)),
+        route(Method::GET, "/readyz", None, get(health::readyz)),
+    ]
+}
+
+/// The router: every route of [`routes`] behind its role check, the body limit, and a
+/// problem+json 404 for unknown paths.
+pub fn app(state: AppState) -> Router {
+    let mut router = Router::new();
+    for route in routes() {
+        let handler = match route.role {
+            Some(role) => {
+                let gate = Gate {
+                    auth: state.auth.clone(),
+                    role,
+                };
+                route
+                    .handler
+                    .route_layer(middleware::from_fn_with_state(gate, require_role))
+            }
+            None => route.handler,
+        };
+        router = router.route(route.path, handler);
+    }
+    router
+        .fallback(|| async { ApiError::NoRoute })
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .with_state(state)
+}
+
+/// The role a route requires, with the authenticator that checks it.
+#[derive(Debug, Clone)]
+struct Gate {
+    auth: Arc<Authenticator>,
+    role: Role,
+}
+
+/// Refuses the request (401/403 problem) unless its bearer token allows the route's role.
+async fn require_role(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("\u{0}"));
+    match gate.auth.authorize(authorization, gate.role) {
+        Ok(_) => next.run(request).await,
+        Err(err) => ApiError::Auth(err).into_response(),
+    }
+}

@@ -1,7 +1,11 @@
 //! The `kairos` binary: parses the command line and hands each verb to its module.
 //! No business logic lives here.
 
+mod admin;
+mod config;
+mod migrate;
 mod preview;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -19,11 +23,31 @@ struct Cli {
 enum Command {
     /// Print the next fire times of a schedule spec, offline (no database, no NATS).
     Preview(preview::Args),
+    /// Run the service (this build: the api role).
+    Serve(serve::Args),
+    /// Apply the database migrations and exit.
+    Migrate(migrate::Args),
+    /// Admin verbs on schedules, over the HTTP API.
+    Schedules(admin::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Preview(args) => preview::run(&args),
+        Command::Serve(args) => exit(serve::run(&args)),
+        Command::Migrate(args) => exit(migrate::run(&args)),
+        Command::Schedules(args) => exit(admin::run(&args)),
+    }
+}
+
+/// Exit 1 with the whole error chain on stderr.
+fn exit(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kairos: {err:#}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -1,1 +1,57 @@
-//! Placeholder: schedule validation and upsert will live here. Nothing is implemented yet.
+//! The registrar: validates schedules and workflows and stores them (DESIGN.md §3–§6).
+//!
+//! - [`Registrar::upsert`] checks every field (all problems at once), computes `next_run_at`
+//!   from `max(db now, start_at)` with the core's rules, and writes with a revision check.
+//!   A change of spec, zone, window or jitter reconciles the schedule's unpublished runs.
+//! - [`Registrar::set_paused`], [`Registrar::delete`], [`Registrar::get`] (with a preview of
+//!   the next five ticks), [`Registrar::list`], [`Registrar::runs`], [`Registrar::preview`].
+//! - [`Registrar::put_workflow`]: an immutable DAG per version, and optionally the
+//!   workflow's full schedule set, synced in one transaction.
+//!
+//! Every error means nothing changed: each call is one transaction.
+
+mod apply;
+pub mod dag;
+mod error;
+mod input;
+mod schedules;
+mod workflows;
+
+pub use error::{Error, Problem, Result};
+pub use input::{derived_schedule_id, rfc3339, ScheduleInput, Settings};
+pub use kairos_store::runs::Run;
+pub use kairos_store::schedules::Schedule;
+pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
+pub use workflows::{Deployed, WorkflowInput, WorkflowView};
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+
+/// The registrar over one PostgreSQL pool. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Registrar {
+    pool: PgPool,
+    settings: Settings,
+}
+
+impl Registrar {
+    /// A registrar writing to `pool` with `settings`.
+    pub fn new(pool: PgPool, settings: Settings) -> Registrar {
+        Registrar { pool, settings }
+    }
+
+    /// The pool it writes to.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The database's clock (or the pinned one), read inside the caller's transaction.
+    async fn now(&self, conn: &mut PgConnection) -> Result<DateTime<Utc>> {
+        Ok(kairos_store::now(conn, self.settings.pinned_now).await?)
+    }
+}

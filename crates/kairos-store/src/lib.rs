@@ -1,1 +1,103 @@
-//! Placeholder: all SQL will live here (migrations, claims, run rows). Nothing is implemented yet.
+//! All SQL of kairos (STYLE.md §4): the migrations and the statements on `schedules`,
+//! `schedule_runs` and `workflows`.
+//!
+//! Every function takes an executor (`impl PgExecutor<'_>` or `&mut PgConnection`) so that
+//! callers compose several statements into one transaction. Queries are checked at run time
+//! (no `query!` macros), so a build never needs a database. "Now" is always the database's
+//! clock: callers read it once with [`now`] (optionally pinned, for tests) and pass it on.
+
+pub use sqlx::PgPool;
+
+pub mod runs;
+pub mod schedules;
+pub mod workflows;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::migrate::{MigrateDatabase, Migrator};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Executor, PgExecutor, Postgres};
+
+/// The migrations in `migrations/` at the workspace root, embedded at build time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A statement failed or the connection broke.
+    #[error("database query failed")]
+    Database(#[from] sqlx::Error),
+    /// Applying the migrations failed.
+    #[error("database migration failed")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Result of store calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The database's current time (`now()`: the start of the current transaction), or
+/// `pinned` when given, so tests can fix "now" without sleeping (DESIGN.md invariant 3).
+///
+/// # Errors
+/// [`Error::Database`] when the query fails.
+pub async fn now(db: impl PgExecutor<'_>, pinned: Option<DateTime<Utc>>) -> Result<DateTime<Utc>> {
+    let now: DateTime<Utc> = sqlx::query_scalar("select coalesce($1::timestamptz, now())")
+        .bind(pinned)
+        .fetch_one(db)
+        .await?;
+    Ok(now)
+}
+
+/// A pool on `url`, creating the database first when it does not exist (so `kairos serve`
+/// works on a fresh PostgreSQL). Every session bounds its statements and its idle time inside
+/// a transaction, so no kairos session can hold back vacuum on the queue tables for long
+/// (DESIGN.md §7).
+///
+/// # Errors
+/// [`Error::Database`] when the server cannot be reached within 10 s or refuses.
+pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
+    if !Postgres::database_exists(url).await? {
+        // Another instance may create it at the same moment; only a still-missing database
+        // is an error.
+        if let Err(err) = Postgres::create_database(url).await {
+            if !Postgres::database_exists(url).await? {
+                return Err(err.into());
+            }
+        }
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(|conn, _meta| {
+            Box::pin(async move {
+                conn.execute(
+                    "set statement_timeout = '60s'; set idle_in_transaction_session_timeout = '30s'",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?;
+    Ok(pool)
+}
+
+/// Applies every pending migration.
+///
+/// # Errors
+/// [`Error::Migrate`] when a migration fails or the applied history does not match.
+pub async fn migrate(pool: &sqlx::PgPool) -> Result<()> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+/// Checks that the database answers (for `/readyz`).
+///
+/// # Errors
+/// [`Error::Database`] when it does not.
+pub async fn ping(db: impl PgExecutor<'_>) -> Result<()> {
+    sqlx::query("select 1").execute(db).await?;
+    Ok(())
+}

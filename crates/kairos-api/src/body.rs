@@ -1,0 +1,239 @@
+//! Reading request bodies and queries field by field, so that a missing field, a wrong JSON
+//! type or an unknown field is reported by name (serde's messages name a line and column).
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use kairos_registrar::Problem;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Parses a JSON body, mapping an over-limit body to 413.
+pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(limit),
+        _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|err| {
+        ApiError::BadRequest(vec![Problem::new(
+            "body",
+            format!("is not valid JSON: {err}"),
+        )])
+    })
+}
+
+/// The fields of one JSON object, taken one at a time; problems accumulate.
+#[derive(Debug)]
+pub(crate) struct Fields {
+    map: Map<String, Value>,
+    prefix: String,
+    problems: Vec<Problem>,
+}
+
+impl Fields {
+    /// The object at `prefix` (empty for the body); anything but an object is a problem.
+    pub(crate) fn new(value: Value, prefix: &str) -> Fields {
+        let mut fields = Fields {
+            map: Map::new(),
+            prefix: prefix.to_string(),
+            problems: Vec::new(),
+        };
+        match value {
+            Value::Object(map) => fields.map = map,
+            other => {
+                let name = if prefix.is_empty() { "body" } else { prefix };
+                fields.problems.push(Problem::new(
+                    name,
+                    format!("must be a JSON object, not {}", kind(&other)),
+                ));
+            }
+        }
+        fields
+    }
+
+    fn name(&self, field: &str) -> String {
+        if self.prefix.is_empty() {
+            field.to_string()
+        } else {
+            format!("{}.{field}", self.prefix)
+        }
+    }
+
+    fn take(&mut self, field: &str, required: bool) -> Option<Value> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) if required => {
+                self.problems
+                    .push(Problem::new(self.name(field), "is required"));
+                None
+            }
+            None | Some(Value::Null) => None,
+            Some(value) => Some(value),
+        }
+    }
+
+    fn wrong(&mut self, field: &str, expected: &str, value: &Value) {
+        self.problems.push(Problem::new(
+            self.name(field),
+            format!("must be {expected}, not {}", kind(value)),
+        ));
+    }
+
+    /// A string field.
+    pub(crate) fn string(&mut self, field: &str, required: bool) -> Option<String> {
+        match self.take(field, required)? {
+            Value::String(text) => Some(text),
+            other => {
+                self.wrong(field, "a string", &other);
+                None
+            }
+        }
+    }
+
+    /// An integer field (a JSON number without fraction).
+    pub(crate) fn integer(&mut self, field: &str, required: bool) -> Option<i64> {
+        match self.take(field, required)? {
+            Value::Number(n) if n.as_i64().is_some() => n.as_i64(),
+            other => {
+                self.wrong(field, "an integer", &other);
+                None
+            }
+        }
+    }
+
+    /// A boolean field.
+    pub(crate) fn boolean(&mut self, field: &str, required: bool) -> Option<bool> {
+        match self.take(field, required)? {
+            Value::Bool(flag) => Some(flag),
+            other => {
+                self.wrong(field, "true or false", &other);
+                None
+            }
+        }
+    }
+
+    /// An RFC 3339 timestamp field.
+    pub(crate) fn time(&mut self, field: &str, required: bool) -> Option<DateTime<Utc>> {
+        let text = self.string(field, required)?;
+        match DateTime::parse_from_rfc3339(&text) {
+            Ok(at) => Some(at.with_timezone(&Utc)),
+            Err(_) => {
+                self.problems.push(Problem::new(
+                    self.name(field),
+                    format!("{text:?} is not an RFC 3339 timestamp (e.g. 2026-03-09T07:00:00Z)"),
+                ));
+                None
+            }
+        }
+    }
+
+    /// Any JSON value.
+    pub(crate) fn value(&mut self, field: &str, required: bool) -> Option<Value> {
+        self.take(field, required)
+    }
+
+    /// An array field.
+    pub(crate) fn array(&mut self, field: &str, required: bool) -> Option<Vec<Value>> {
+        match self.take(field, required)? {
+            Value::Array(items) => Some(items),
+            other => {
+                self.wrong(field, "an array", &other);
+                None
+            }
+        }
+    }
+
+    /// Moves problems found elsewhere (nested objects) into this reader.
+    pub(crate) fn absorb(&mut self, problems: Vec<Problem>) {
+        self.problems.extend(problems);
+    }
+
+    /// Ends reading: every field not taken is unknown (a typo must not be ignored).
+    pub(crate) fn finish(mut self) -> Vec<Problem> {
+        let unknown: Vec<String> = self.map.keys().cloned().collect();
+        for field in unknown {
+            self.problems
+                .push(Problem::new(self.name(&field), "is not a known field"));
+        }
+        self.problems
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Query parameters read by name; unknown ones are problems.
+#[derive(Debug)]
+pub(crate) struct Query {
+    params: HashMap<String, String>,
+    problems: Vec<Problem>,
+}
+
+impl Query {
+    /// The query string's parameters.
+    pub(crate) fn new(params: HashMap<String, String>) -> Query {
+        Query {
+            params,
+            problems: Vec::new(),
+        }
+    }
+
+    /// A text parameter.
+    pub(crate) fn text(&mut self, name: &str) -> Option<String> {
+        self.params.remove(name)
+    }
+
+    /// An integer parameter.
+    pub(crate) fn integer(&mut self, name: &str, default: i64) -> i64 {
+        match self.params.remove(name) {
+            None => default,
+            Some(text) => text.parse().unwrap_or_else(|_| {
+                self.problems
+                    .push(Problem::new(name, format!("{text:?} is not an integer")));
+                default
+            }),
+        }
+    }
+
+    /// A boolean parameter (`true`/`false`).
+    pub(crate) fn boolean(&mut self, name: &str) -> Option<bool> {
+        let text = self.params.remove(name)?;
+        match text.as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => {
+                self.problems.push(Problem::new(
+                    name,
+                    format!("{text:?} must be true or false"),
+                ));
+                None
+            }
+        }
+    }
+
+    /// Ends reading; unknown parameters are problems.
+    pub(crate) fn finish(mut self) -> Result<(), ApiError> {
+        let mut unknown: Vec<&String> = self.params.keys().collect();
+        unknown.sort();
+        for name in unknown {
+            self.problems
+                .push(Problem::new(name.clone(), "is not a known query parameter"));
+        }
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::BadRequest(self.problems))
+        }
+    }
+}

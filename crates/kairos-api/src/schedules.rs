@@ -1,0 +1,138 @@
+//! Handlers of the `/schedules` routes.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use kairos_registrar::{PreviewInput, LIST_LIMIT_MAX};
+use kairos_store::schedules::ListFilter;
+use serde_json::json;
+
+use crate::body::{self, Fields};
+use crate::error::ApiError;
+use crate::wire::{schedule_input, RunBody, ScheduleBody, UpsertAnswer};
+use crate::AppState;
+
+/// `POST /schedules/upsert`: 201 when created, 200 when updated (or unchanged).
+pub(crate) async fn upsert(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let input = schedule_input(&mut fields, None);
+    bad_request(fields.finish())?;
+    let upserted = state.registrar.upsert(&input).await?;
+    let status = if upserted.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(UpsertAnswer::of(&upserted.schedule))).into_response())
+}
+
+/// `POST /schedules/pause`: `{schedule_id, paused}` → 204.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let schedule_id = fields.string("schedule_id", true);
+    let paused = fields.boolean("paused", true);
+    bad_request(fields.finish())?;
+    let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
+        unreachable!("required fields are present when there is no problem");
+    };
+    state.registrar.set_paused(&schedule_id, paused).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /schedules/{id}` → 204, 404 if unknown.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.registrar.delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /schedules/{id}`: the schedule and its next five fire times.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ScheduleBody>, ApiError> {
+    let view = state.registrar.get(&id).await?;
+    Ok(Json(ScheduleBody::of(view.schedule, Some(view.preview))))
+}
+
+/// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut query = body::Query::new(params);
+    let filter = ListFilter {
+        workflow_id: query.text("workflow_id"),
+        user_id: query.text("user_id"),
+        paused: query.boolean("paused"),
+        after: query.text("cursor"),
+        limit: query.integer("limit", 100),
+    };
+    query.finish()?;
+    let page = state.registrar.list(&filter).await?;
+    let schedules: Vec<ScheduleBody> = page
+        .schedules
+        .into_iter()
+        .map(|s| ScheduleBody::of(s, None))
+        .collect();
+    Ok(Json(
+        json!({ "schedules": schedules, "next_cursor": page.next_cursor }),
+    ))
+}
+
+/// `GET /schedules/{id}/runs?limit=&status=`: newest first.
+pub(crate) async fn runs(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut query = body::Query::new(params);
+    let limit = query.integer("limit", 100.min(LIST_LIMIT_MAX));
+    let status = query.text("status");
+    query.finish()?;
+    let runs = state.registrar.runs(&id, status.as_deref(), limit).await?;
+    let runs: Vec<RunBody> = runs.into_iter().map(RunBody::of).collect();
+    Ok(Json(json!({ "runs": runs })))
+}
+
+/// `POST /schedules/preview`: fire times of a spec; nothing stored.
+pub(crate) async fn preview(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let input = PreviewInput {
+        cron_expr: fields.string("cron_expr", true).unwrap_or_default(),
+        timezone: fields.string("timezone", true).unwrap_or_default(),
+        start_at: fields.time("start_at", false),
+        end_at: fields.time("end_at", false),
+        count: fields.integer("count", false),
+        after: fields.time("after", false),
+    };
+    bad_request(fields.finish())?;
+    let times = state.registrar.preview(&input)?;
+    let times: Vec<String> = times.into_iter().map(kairos_registrar::rfc3339).collect();
+    Ok(Json(json!({ "fire_times": times })))
+}
+
+/// Problems found while reading a request are a 400 before anything else runs.
+pub(crate) fn bad_request(problems: Vec<kairos_registrar::Problem>) -> Result<(), ApiError> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(problems))
+    }
+}

@@ -1,0 +1,178 @@
+//! Response bodies (the only `Serialize` types of the HTTP surface) and the request readers
+//! that turn JSON into registrar inputs. Timestamps are RFC 3339 UTC with `Z`.
+
+use chrono::{DateTime, Utc};
+use kairos_registrar::{rfc3339, Run, Schedule, ScheduleInput};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::body::Fields;
+
+/// An optional timestamp as RFC 3339 (`null` when absent).
+fn time(at: Option<DateTime<Utc>>) -> Option<String> {
+    at.map(rfc3339)
+}
+
+/// Answer of `POST /schedules/upsert`.
+#[derive(Debug, Serialize)]
+pub(crate) struct UpsertAnswer {
+    pub schedule_id: String,
+    pub next_run_at: Option<String>,
+    pub revision: i64,
+}
+
+impl UpsertAnswer {
+    pub(crate) fn of(schedule: &Schedule) -> UpsertAnswer {
+        UpsertAnswer {
+            schedule_id: schedule.schedule_id.clone(),
+            next_run_at: time(schedule.next_run_at),
+            revision: schedule.revision,
+        }
+    }
+}
+
+/// A schedule as `GET /schedules/{id}` and `GET /schedules` show it.
+#[derive(Debug, Serialize)]
+pub(crate) struct ScheduleBody {
+    pub schedule_id: String,
+    pub workflow_id: String,
+    pub version: i32,
+    pub user_id: String,
+    pub cron_expr: String,
+    pub timezone: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    pub next_run_at: Option<String>,
+    pub paused: bool,
+    pub jitter_ms: i32,
+    pub overlap_policy: String,
+    pub catchup_policy: String,
+    pub priority: i32,
+    pub max_run_seconds: Option<i32>,
+    pub revision: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Vec<String>>,
+}
+
+impl ScheduleBody {
+    pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
+        ScheduleBody {
+            schedule_id: s.schedule_id,
+            workflow_id: s.workflow_id,
+            version: s.version,
+            user_id: s.user_id,
+            cron_expr: s.cron_expr,
+            timezone: s.timezone,
+            start_at: time(s.start_at),
+            end_at: time(s.end_at),
+            next_run_at: time(s.next_run_at),
+            paused: s.paused,
+            jitter_ms: s.jitter_ms,
+            overlap_policy: s.overlap_policy,
+            catchup_policy: s.catchup_policy,
+            priority: s.priority,
+            max_run_seconds: s.max_run_seconds,
+            revision: s.revision,
+            created_at: rfc3339(s.created_at),
+            updated_at: rfc3339(s.updated_at),
+            preview: preview.map(|ticks| ticks.into_iter().map(rfc3339).collect()),
+        }
+    }
+}
+
+/// A run as `GET /schedules/{id}/runs` shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunBody {
+    pub idempotency_key: String,
+    pub schedule_id: String,
+    pub run_at: String,
+    pub fire_at: String,
+    pub status: String,
+    pub source: String,
+    pub workflow_id: String,
+    pub version: i32,
+    pub user_id: String,
+    pub run_id: Option<String>,
+    pub attempts: i32,
+    pub reason: Option<String>,
+    pub last_error: Option<String>,
+    pub published_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub executor_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl RunBody {
+    pub(crate) fn of(r: Run) -> RunBody {
+        RunBody {
+            idempotency_key: r.idempotency_key,
+            schedule_id: r.schedule_id,
+            run_at: rfc3339(r.run_at),
+            fire_at: rfc3339(r.fire_at),
+            status: r.status,
+            source: r.source,
+            workflow_id: r.workflow_id,
+            version: r.version,
+            user_id: r.user_id,
+            run_id: r.run_id,
+            attempts: r.attempts,
+            reason: r.reason,
+            last_error: r.last_error,
+            published_at: time(r.published_at),
+            started_at: time(r.started_at),
+            finished_at: time(r.finished_at),
+            executor_id: r.executor_id,
+            created_at: rfc3339(r.created_at),
+            updated_at: rfc3339(r.updated_at),
+        }
+    }
+}
+
+/// Reads an upsert body (or one entry of a deploy's `schedules`). In a deploy,
+/// `workflow_id` and `version` default to the path's.
+pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -> ScheduleInput {
+    let required = deploy.is_none();
+    let workflow_id = fields.string("workflow_id", required);
+    let version = fields.integer("version", required);
+    ScheduleInput {
+        schedule_id: fields.string("schedule_id", false),
+        workflow_id: workflow_id
+            .or_else(|| deploy.map(|d| d.0.to_string()))
+            .unwrap_or_default(),
+        version: version.or(deploy.map(|d| d.1)).unwrap_or(0),
+        user_id: fields.string("user_id", true).unwrap_or_default(),
+        cron_expr: fields.string("cron_expr", true).unwrap_or_default(),
+        timezone: fields.string("timezone", true).unwrap_or_default(),
+        start_at: fields.time("start_at", false),
+        end_at: fields.time("end_at", false),
+        jitter_ms: fields.integer("jitter_ms", false),
+        overlap_policy: fields.string("overlap_policy", false),
+        catchup_policy: fields.string("catchup_policy", false),
+        priority: fields.integer("priority", false),
+        max_run_seconds: fields.integer("max_run_seconds", false),
+        revision: fields.integer("revision", false),
+    }
+}
+
+/// Reads a deploy's `schedules` array.
+pub(crate) fn schedule_list(
+    items: Vec<Value>,
+    workflow_id: &str,
+    version: i64,
+    outer: &mut Fields,
+) -> Vec<ScheduleInput> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let mut fields = Fields::new(item, &format!("schedules[{index}]"));
+            let input = schedule_input(&mut fields, Some((workflow_id, version)));
+            outer.absorb(fields.finish());
+            input
+        })
+        .collect()
+}

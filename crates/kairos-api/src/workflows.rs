@@ -1,0 +1,76 @@
+//! Handlers of `/workflows/{id}/versions/{v}`: the workflow store and deploy sync.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use kairos_registrar::{rfc3339, Problem, WorkflowInput};
+use serde_json::json;
+
+use crate::body::{self, Fields};
+use crate::error::ApiError;
+use crate::schedules::bad_request;
+use crate::wire::{schedule_list, UpsertAnswer};
+use crate::AppState;
+
+/// `PUT /workflows/{id}/versions/{v}`: `{dag, schedules?}`. 201 when the version is new,
+/// 200 when the same DAG was already stored (the schedule sync runs either way).
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    Path((workflow_id, version)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let version = parse_version(&version)?;
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let dag = fields.value("dag", true);
+    let items = fields.array("schedules", false);
+    let schedules = items.map(|items| schedule_list(items, &workflow_id, version, &mut fields));
+    bad_request(fields.finish())?;
+    let input = WorkflowInput {
+        workflow_id: workflow_id.clone(),
+        version,
+        dag: dag.unwrap_or_default(),
+        schedules,
+    };
+    let deployed = state.registrar.put_workflow(&input).await?;
+    let status = if deployed.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let schedules: Vec<UpsertAnswer> = deployed.schedules.iter().map(UpsertAnswer::of).collect();
+    let answer = json!({
+        "workflow_id": workflow_id,
+        "version": version,
+        "created": deployed.created,
+        "schedules": schedules,
+        "removed": deployed.removed,
+    });
+    Ok((status, Json(answer)).into_response())
+}
+
+/// `GET /workflows/{id}/versions/{v}`: `{workflow_id, version, dag, created_at}`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path((workflow_id, version)): Path<(String, String)>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let version = parse_version(&version)?;
+    let stored = state.registrar.get_workflow(&workflow_id, version).await?;
+    Ok(Json(json!({
+        "workflow_id": stored.workflow_id,
+        "version": stored.version,
+        "dag": stored.dag,
+        "created_at": rfc3339(stored.created_at),
+    })))
+}
+
+fn parse_version(text: &str) -> Result<i64, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::BadRequest(vec![Problem::new(
+            "version",
+            format!("{text:?} is not an integer version"),
+        )])
+    })
+}

@@ -1,0 +1,324 @@
+//! Every bad input the issue lists: each gets a clear 4xx problem naming the field, and
+//! nothing is stored (all three tables stay as they were).
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use common::*;
+use kairos_registrar::Settings;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+fn strict(pool: PgPool) -> axum::Router {
+    router_with(
+        pool,
+        Settings {
+            pinned_now: Some(ts("2026-03-08T12:00:00Z")),
+            min_interval: Duration::seconds(60),
+            allowed_zones: Some(vec!["UTC".into(), "America/New_York".into()]),
+            ..Settings::default()
+        },
+    )
+}
+
+/// The seed body with `field` set to `value` (`Value::Null` removes it).
+fn with(field: &str, value: Value) -> Value {
+    let mut body = seed_body();
+    match value {
+        Value::Null => body.as_object_mut().expect("object").remove(field),
+        value => body
+            .as_object_mut()
+            .expect("object")
+            .insert(field.into(), value),
+    };
+    body
+}
+
+async fn expect_refused(
+    api: &axum::Router,
+    pool: &PgPool,
+    method: Method,
+    uri: &str,
+    body: Value,
+    field: &str,
+) {
+    let (status, kind, answer) = call(api, method, uri, Some(DEPLOYER), Some(body.clone())).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body} -> {answer}");
+    assert_eq!(kind, "application/problem+json");
+    let fields: Vec<&str> = answer["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["field"].as_str().expect("field"))
+        .collect();
+    assert!(
+        fields.contains(&field),
+        "{body}: expected {field} in {fields:?}"
+    );
+    assert!(
+        answer["detail"].as_str().expect("detail").contains(field),
+        "{answer}"
+    );
+    assert_eq!(
+        table_counts(pool).await,
+        (0, 0, 0),
+        "{body} stored something"
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn bad_upserts_are_refused_by_field_and_store_nothing(pool: PgPool) {
+    let api = strict(pool.clone());
+    let cases = [
+        (with("cron_expr", json!("61 * * * *")), "cron_expr"),
+        (with("cron_expr", json!("@reboot")), "cron_expr"),
+        (with("timezone", json!("Mars/Olympus")), "timezone"),
+        (with("timezone", json!("Europe/Paris")), "timezone"),
+        (
+            with("end_at", json!("2026-01-01T00:00:00Z"))
+                .merge("start_at", json!("2026-02-01T00:00:00Z")),
+            "end_at",
+        ),
+        (with("jitter_ms", json!(-1)), "jitter_ms"),
+        (with("jitter_ms", json!(3_600_001)), "jitter_ms"),
+        (with("overlap_policy", json!("sometimes")), "overlap_policy"),
+        (with("catchup_policy", json!("all")), "catchup_policy"),
+        (with("schedule_id", json!("has space")), "schedule_id"),
+        (with("schedule_id", json!("x".repeat(201))), "schedule_id"),
+        (with("workflow_id", json!("a.b")), "workflow_id"),
+        (with("user_id", Value::Null), "user_id"),
+        (with("cron_expr", Value::Null), "cron_expr"),
+        (with("version", json!("3")), "version"),
+        (with("jitter_ms", json!(1.5)), "jitter_ms"),
+        (with("start_at", json!("yesterday")), "start_at"),
+        (with("cron", json!("0 7 * * *")), "cron"),
+        (
+            with("cron_expr", json!("@at 2020-01-01T00:00:00Z")),
+            "cron_expr",
+        ),
+        (with("end_at", json!("2026-03-08T13:00:00Z")), "cron_expr"),
+        (with("cron_expr", json!("*/30 * * * * *")), "cron_expr"),
+        (json!(["not", "an", "object"]), "body"),
+    ];
+    for (body, field) in cases {
+        expect_refused(&api, &pool, Method::POST, "/schedules/upsert", body, field).await;
+    }
+}
+
+trait Merge {
+    fn merge(self, field: &str, value: Value) -> Value;
+}
+
+impl Merge for Value {
+    fn merge(mut self, field: &str, value: Value) -> Value {
+        self.as_object_mut()
+            .expect("object")
+            .insert(field.into(), value);
+        self
+    }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn malformed_and_oversized_bodies_are_refused(pool: PgPool) {
+    let api = strict(pool.clone());
+    let (status, kind, answer) = call_raw(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        b"{not json".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::BAD_REQUEST, "application/problem+json")
+    );
+    assert_eq!(answer["errors"][0]["field"], json!("body"));
+    let huge = with("user_id", json!("u".repeat(MAX_BODY)));
+    let (status, kind, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(huge),
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "application/problem+json")
+    );
+    assert!(answer["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("max_body_bytes"));
+    let pause = json!({"schedule_id": "s", "paused": "yes"});
+    expect_refused(
+        &api,
+        &pool,
+        Method::POST,
+        "/schedules/pause",
+        pause,
+        "paused",
+    )
+    .await;
+    let preview = json!({"cron_expr": "0 7 * * *", "timezone": "UTC", "count": 1000});
+    expect_refused(
+        &api,
+        &pool,
+        Method::POST,
+        "/schedules/preview",
+        preview,
+        "count",
+    )
+    .await;
+    let (status, _, answer) = call(
+        &api,
+        Method::DELETE,
+        "/schedules/bad%20id",
+        Some(DEPLOYER),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, answer["errors"][0]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("schedule_id"))
+    );
+    let (status, _, answer) = call(
+        &api,
+        Method::GET,
+        "/schedules?colour=red",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, answer["errors"][0]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("colour"))
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn bad_workflow_deploys_are_refused_and_store_nothing(pool: PgPool) {
+    let api = strict(pool.clone());
+    let node = |id: &str, deps: &[&str]| json!({"id": id, "depends_on": deps});
+    let cycle =
+        json!({"dag": {"nodes": [node("a", &["c"]), node("b", &["a"]), node("c", &["b"])]}});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        cycle,
+        "dag",
+    )
+    .await;
+    let duplicate = json!({"dag": {"nodes": [node("a", &[]), node("a", &[])]}});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        duplicate,
+        "dag",
+    )
+    .await;
+    let unknown = json!({"dag": {"nodes": [node("a", &["ghost"])]}});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        unknown,
+        "dag",
+    )
+    .await;
+    let dag = json!({"nodes": [node("a", &[])]});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/one",
+        json!({"dag": dag}),
+        "version",
+    )
+    .await;
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/w.f/versions/1",
+        json!({"dag": dag}),
+        "workflow_id",
+    )
+    .await;
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        json!({}),
+        "dag",
+    )
+    .await;
+    let foreign = json!({"dag": dag, "schedules": [
+        {"workflow_id": "other", "user_id": "u", "cron_expr": "0 7 * * *", "timezone": "UTC"}]});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        foreign,
+        "schedules[0].workflow_id",
+    )
+    .await;
+    let twice = json!({"dag": dag, "schedules": [
+        {"schedule_id": "s", "user_id": "u", "cron_expr": "0 7 * * *", "timezone": "UTC"},
+        {"schedule_id": "s", "user_id": "u", "cron_expr": "0 8 * * *", "timezone": "UTC"}]});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        twice,
+        "schedules[1].schedule_id",
+    )
+    .await;
+    let wrong_type = json!({"dag": dag, "schedules": {"not": "a list"}});
+    expect_refused(
+        &api,
+        &pool,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        wrong_type,
+        "schedules",
+    )
+    .await;
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
+    let api = strict(pool.clone());
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        None,
+        Some(seed_body()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(READER),
+        Some(seed_body()),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["status"].clone()),
+        (StatusCode::FORBIDDEN, json!(403))
+    );
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}

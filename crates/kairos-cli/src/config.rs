@@ -1,0 +1,511 @@
+//! The service configuration: figment layers exactly as DESIGN.md §5 names them, typed
+//! sections, and the cross-field checks that name the offending key.
+//!
+//! Layers, lowest to highest:
+//! 1. `config/default.toml`, compiled in ([`DEFAULT_TOML`]), so the binary works from any cwd;
+//! 2. the `--config FILE`, if given;
+//! 3. plain environment variables: `DATABASE_URL` → `database.url`, and the seed 001 §11 names
+//!    ([`SEED_ENV_NAMES`], e.g. `TICK_MS`) → the same key in `[scheduler]`;
+//! 4. `KAIROS_<SECTION>__<KEY>` (double underscore between section and key), e.g.
+//!    `KAIROS_SCHEDULER__TICK_MS=500`. The namespaced form wins over the plain one because it is
+//!    the more specific. `KAIROS_*` variables without `__` (for example a CLI's `KAIROS_URL`)
+//!    are not config and are ignored.
+//!
+//! Every struct denies unknown fields, so a typo in a file or a `KAIROS_*__*` name is an error
+//! naming the key instead of a silent default.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use figment::providers::{Env, Format, Toml};
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
+use kairos_auth::AuthConfig;
+use kairos_core::{CatchupPolicy, OverlapPolicy, MAX_JITTER_MS};
+use serde::{Deserialize, Deserializer};
+
+#[cfg(test)]
+mod tests;
+
+/// The built-in defaults, `config/default.toml`.
+pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
+
+/// Prefix of the namespaced environment variables.
+pub const ENV_PREFIX: &str = "KAIROS_";
+
+/// The seed 001 §11 names, read as plain environment variables into `[scheduler]`.
+pub const SEED_ENV_NAMES: [&str; 6] = [
+    "TICK_MS",
+    "LOOKAHEAD_MS",
+    "MAX_CATCHUP_PER_TICK",
+    "DEFAULT_OVERLAP_POLICY",
+    "DEFAULT_CATCHUP_POLICY",
+    "DEFAULT_JITTER_MS",
+];
+
+/// The whole configuration of a kairos instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[database]`.
+    pub database: DatabaseConfig,
+    /// `[nats]`.
+    pub nats: NatsConfig,
+    /// `[http]`.
+    pub http: HttpConfig,
+    /// `[auth]`: mode, JWT keys and static tokens (see `kairos_auth`).
+    pub auth: AuthConfig,
+    /// `[scheduler]`.
+    pub scheduler: SchedulerConfig,
+    /// `[registrar]`.
+    #[serde(default)]
+    pub registrar: RegistrarConfig,
+    /// `[history]`.
+    // Read by the retention job of the worker roles, which arrive with the worker issue.
+    #[allow(dead_code)]
+    pub history: HistoryConfig,
+    /// `[log]`.
+    pub log: LogConfig,
+}
+
+/// `[database]`: the PostgreSQL that holds all state.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// Connection URL; also read from `DATABASE_URL`. May contain a password: not printed
+    /// by `Debug`.
+    pub url: String,
+    /// Pool size per instance.
+    pub max_connections: u32,
+}
+
+/// `[nats]`: the JetStream server launch messages go to.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatsConfig {
+    /// Server URL(s), e.g. `nats://127.0.0.1:4222` (comma-separated for a cluster).
+    pub url: String,
+    /// The launch stream's name (`KAIROS_LAUNCH`).
+    pub stream: String,
+    /// First subject token(s): launches go to `<prefix>.launch.<workflow_id>`.
+    pub subject_prefix: String,
+    /// The stream's duplicate window in seconds; must exceed `scheduler.launch_deadline_s`.
+    pub duplicate_window_s: u64,
+    /// CA bundle (PEM) to trust for TLS.
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// Client private key (PEM) for mutual TLS; needs `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// A NATS `.creds` file (JWT + nkey seed).
+    pub creds_file: Option<PathBuf>,
+    /// User name; needs `password`.
+    pub user: Option<String>,
+    /// Password for `user`.
+    pub password: Option<String>,
+    /// Auth token.
+    pub token: Option<String>,
+}
+
+/// `[http]`: the API listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Listen address; must be loopback when `auth.mode = none`.
+    pub bind: SocketAddr,
+    /// Largest accepted request body in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// `[scheduler]`: planner and dispatcher timing and defaults (seed 001 §11 plus DESIGN.md §4).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerConfig {
+    /// Wake-up period of the planner and dispatcher, ms (`TICK_MS`).
+    pub tick_ms: u64,
+    /// How far ahead runs are planned, ms (`LOOKAHEAD_MS`).
+    pub lookahead_ms: u64,
+    /// `fire_immediately`: most missed ticks fired per schedule per pass (`MAX_CATCHUP_PER_TICK`).
+    pub max_catchup_per_tick: u32,
+    /// Lateness after which a tick counts as missed, ms.
+    // Read by the planner role (worker issue).
+    #[allow(dead_code)]
+    pub misfire_grace_ms: u64,
+    /// Overlap policy of an upsert that names none (`DEFAULT_OVERLAP_POLICY`).
+    #[serde(deserialize_with = "from_str")]
+    // Read by `serve` when it builds the registrar's settings.
+    #[allow(dead_code)]
+    pub default_overlap_policy: OverlapPolicy,
+    /// Catch-up policy of an upsert that names none (`DEFAULT_CATCHUP_POLICY`).
+    #[serde(deserialize_with = "from_str")]
+    // Read by `serve` when it builds the registrar's settings.
+    #[allow(dead_code)]
+    pub default_catchup_policy: CatchupPolicy,
+    /// Jitter of an upsert that names none, ms (`DEFAULT_JITTER_MS`); at most 3,600,000.
+    pub default_jitter_ms: u32,
+    /// Schedules or runs claimed per statement.
+    pub batch_size: u32,
+    /// Smallest allowed gap between two ticks of one schedule, s.
+    pub min_interval_s: u64,
+    /// A run unpublished this long after `fire_at` fails instead of launching late, s.
+    pub launch_deadline_s: u64,
+    /// Most missed ticks caught up per schedule after an outage.
+    // Read by the planner role (worker issue).
+    #[allow(dead_code)]
+    pub max_catchup: u32,
+}
+
+/// `[registrar]`: input rules beyond the built-in ones.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistrarConfig {
+    /// When set, the only IANA zones a schedule may use.
+    pub allowed_timezones: Option<Vec<String>>,
+}
+
+/// `[history]`: retention of finished runs.
+// Read by the retention job of the worker roles, which arrive with the worker issue.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryConfig {
+    /// Finished runs older than this many days are deleted...
+    pub retention_days: u32,
+    /// ...except the newest `keep_last` of each schedule.
+    pub keep_last: u32,
+}
+
+/// `[log]`: tracing output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// Human-readable or JSON lines.
+    pub format: LogFormat,
+    /// A `tracing_subscriber::EnvFilter` directive, e.g. `info` or `kairos=debug,sqlx=warn`.
+    pub level: String,
+}
+
+/// `log.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Multi-line, coloured, for a terminal.
+    Pretty,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+// Secrets stay out of `Debug`, so logging the config at startup cannot leak them.
+impl fmt::Debug for DatabaseConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseConfig")
+            .field("url", &redact_url(&self.url))
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+impl fmt::Debug for NatsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |secret: &Option<String>| secret.as_ref().map(|_| "<redacted>");
+        f.debug_struct("NatsConfig")
+            .field("url", &self.url)
+            .field("stream", &self.stream)
+            .field("subject_prefix", &self.subject_prefix)
+            .field("duplicate_window_s", &self.duplicate_window_s)
+            .field("tls_ca", &self.tls_ca)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("creds_file", &self.creds_file)
+            .field("user", &self.user)
+            .field("password", &hidden(&self.password))
+            .field("token", &hidden(&self.token))
+            .finish()
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+fn from_str<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let value = String::deserialize(deserializer)?;
+    value.parse().map_err(serde::de::Error::custom)
+}
+
+/// The figment with every layer, lowest first; `path` is the `--config` file.
+pub fn figment(path: Option<&Path>) -> Figment {
+    let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+    if let Some(path) = path {
+        figment = figment.merge(Toml::file_exact(path));
+    }
+    let database_url = Env::raw()
+        .only(&["DATABASE_URL"])
+        .map(|_| "database.url".into());
+    let seed_names = Env::raw()
+        .only(&SEED_ENV_NAMES)
+        .map(|name| format!("scheduler.{}", name.as_str().to_ascii_lowercase()).into());
+    let namespaced = Env::prefixed(ENV_PREFIX)
+        .filter(|key| key.as_str().contains("__"))
+        .split("__");
+    figment
+        .merge(StringEnv(database_url))
+        .merge(StringEnv(seed_names))
+        .merge(StringEnv(namespaced))
+}
+
+/// Environment variables as strings. figment's own `Env` parses every value, so a password
+/// `007` would become the number 7 and then fail to deserialize as a string; here values stay
+/// text and [`load`]'s lossy extraction converts them only where a number or bool is
+/// expected. A value starting with `[` or `{` is parsed as an array or table
+/// (`KAIROS_REGISTRAR__ALLOWED_TIMEZONES='["UTC"]'`).
+struct StringEnv(Env);
+
+impl Provider for StringEnv {
+    fn metadata(&self) -> Metadata {
+        self.0.metadata()
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut dict = Dict::new();
+        for (key, text) in self.0.iter() {
+            let value = if text.trim_start().starts_with(['[', '{']) {
+                text.parse::<Value>().unwrap_or_else(|never| match never {})
+            } else {
+                Value::from(text)
+            };
+            insert_nested(&mut dict, key.as_str(), value);
+        }
+        Ok(Profile::Default.collect(dict))
+    }
+}
+
+/// Inserts `value` at the dotted `key` (`scheduler.tick_ms`), creating tables on the way.
+fn insert_nested(dict: &mut Dict, key: &str, value: Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut table = dict;
+    for part in parts {
+        let entry = table
+            .entry(part.to_owned())
+            .or_insert_with(|| Dict::new().into());
+        if !matches!(entry, Value::Dict(..)) {
+            *entry = Dict::new().into();
+        }
+        let Value::Dict(_, next) = entry else { return };
+        table = next;
+    }
+    table.insert(last.to_owned(), value);
+}
+
+/// Loads and checks the configuration: the layers of [`figment`], then [`Config::validate`].
+///
+/// # Errors
+/// A (boxed: it is large) `figment::Error` naming the key: a missing `--config` file, bad TOML, an unknown key,
+/// a value of the wrong type, or a rule broken (`scheduler.tick_ms must be > 0`). For rule
+/// errors, `error.path` holds the key's parts.
+pub fn load(path: Option<&Path>) -> Result<Config, Box<figment::Error>> {
+    // Lossy: environment values are strings, turned into numbers where a number is expected.
+    let config: Config = figment(path).extract_lossy()?;
+    config.validate()?;
+    Ok(config)
+}
+
+/// A rule error for `key` (dotted), with `path` set so callers can tell which key failed.
+fn invalid(key: &str, rule: impl fmt::Display) -> Box<figment::Error> {
+    let mut error = figment::Error::from(format!("{key} {rule}"));
+    error.path = key.split('.').map(str::to_owned).collect();
+    Box::new(error)
+}
+
+fn positive(key: &str, value: u64) -> Result<(), Box<figment::Error>> {
+    if value == 0 {
+        return Err(invalid(key, "must be > 0"));
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Checks the rules no type expresses, each error naming its key.
+    ///
+    /// # Errors
+    /// The first rule broken, as a `figment::Error` whose message starts with the key.
+    pub fn validate(&self) -> Result<(), Box<figment::Error>> {
+        self.validate_database()?;
+        self.validate_nats()?;
+        self.validate_http_and_auth()?;
+        self.validate_scheduler()?;
+        self.validate_registrar()?;
+        if self.log.level.trim().is_empty() {
+            return Err(invalid("log.level", "must not be empty"));
+        }
+        Ok(())
+    }
+
+    fn validate_database(&self) -> Result<(), Box<figment::Error>> {
+        if self.database.url.trim().is_empty() {
+            return Err(invalid(
+                "database.url",
+                "must not be empty (or set DATABASE_URL)",
+            ));
+        }
+        positive(
+            "database.max_connections",
+            self.database.max_connections.into(),
+        )
+    }
+
+    fn validate_nats(&self) -> Result<(), Box<figment::Error>> {
+        let nats = &self.nats;
+        if nats.url.trim().is_empty() {
+            return Err(invalid("nats.url", "must not be empty"));
+        }
+        let stream_ok = !nats.stream.is_empty()
+            && nats
+                .stream
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !stream_ok {
+            return Err(invalid(
+                "nats.stream",
+                "must be ASCII letters, digits, '_' or '-'",
+            ));
+        }
+        let subject_ok = nats.subject_prefix.split('.').all(|token| {
+            !token.is_empty()
+                && token
+                    .chars()
+                    .all(|c| c.is_ascii_graphic() && !matches!(c, '*' | '>'))
+        });
+        if !subject_ok {
+            return Err(invalid(
+                "nats.subject_prefix",
+                "must be dot-separated non-empty subject tokens without spaces, '*' or '>'",
+            ));
+        }
+        positive("nats.duplicate_window_s", nats.duplicate_window_s)?;
+        // Invariant 2 of DESIGN.md §2: a retry may re-publish up to the launch deadline after
+        // the first attempt, and must still land in the dedup window.
+        if nats.duplicate_window_s <= self.scheduler.launch_deadline_s {
+            return Err(invalid(
+                "nats.duplicate_window_s",
+                format_args!(
+                    "must exceed scheduler.launch_deadline_s ({})",
+                    self.scheduler.launch_deadline_s
+                ),
+            ));
+        }
+        if nats.tls_cert.is_some() != nats.tls_key.is_some() {
+            let key = if nats.tls_cert.is_some() {
+                "nats.tls_key"
+            } else {
+                "nats.tls_cert"
+            };
+            return Err(invalid(
+                key,
+                "must be set together with nats.tls_cert and nats.tls_key",
+            ));
+        }
+        if nats.user.is_some() != nats.password.is_some() {
+            let key = if nats.user.is_some() {
+                "nats.password"
+            } else {
+                "nats.user"
+            };
+            return Err(invalid(
+                key,
+                "must be set together with nats.user and nats.password",
+            ));
+        }
+        let methods = [
+            nats.creds_file.is_some(),
+            nats.user.is_some(),
+            nats.token.is_some(),
+        ];
+        if methods.iter().filter(|&&set| set).count() > 1 {
+            return Err(invalid(
+                "nats.creds_file",
+                "conflicts: set at most one of nats.creds_file, nats.user + nats.password, nats.token",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_http_and_auth(&self) -> Result<(), Box<figment::Error>> {
+        positive("http.max_body_bytes", self.http.max_body_bytes as u64)?;
+        // The auth crate's errors already name their key (`auth.tokens[1].sha256 ...`).
+        self.auth.validate().map_err(|error| invalid_auth(&error))?;
+        kairos_auth::check_bind(self.auth.mode, self.http.bind)
+            .map_err(|error| invalid_auth(&error))
+    }
+
+    fn validate_scheduler(&self) -> Result<(), Box<figment::Error>> {
+        let scheduler = &self.scheduler;
+        positive("scheduler.tick_ms", scheduler.tick_ms)?;
+        positive("scheduler.lookahead_ms", scheduler.lookahead_ms)?;
+        if scheduler.lookahead_ms < scheduler.tick_ms {
+            return Err(invalid(
+                "scheduler.lookahead_ms",
+                format_args!("must be >= scheduler.tick_ms ({})", scheduler.tick_ms),
+            ));
+        }
+        positive(
+            "scheduler.max_catchup_per_tick",
+            scheduler.max_catchup_per_tick.into(),
+        )?;
+        if scheduler.default_jitter_ms > MAX_JITTER_MS {
+            return Err(invalid(
+                "scheduler.default_jitter_ms",
+                "must be <= 3600000 (one hour)",
+            ));
+        }
+        positive("scheduler.batch_size", scheduler.batch_size.into())?;
+        positive("scheduler.min_interval_s", scheduler.min_interval_s)?;
+        positive("scheduler.launch_deadline_s", scheduler.launch_deadline_s)
+    }
+
+    fn validate_registrar(&self) -> Result<(), Box<figment::Error>> {
+        let Some(zones) = &self.registrar.allowed_timezones else {
+            return Ok(());
+        };
+        if zones.is_empty() {
+            return Err(invalid(
+                "registrar.allowed_timezones",
+                "must list at least one zone (remove it to allow every zone)",
+            ));
+        }
+        for (index, zone) in zones.iter().enumerate() {
+            if let Err(error) = kairos_core::parse_zone(zone) {
+                return Err(invalid(
+                    &format!("registrar.allowed_timezones.{index}"),
+                    error,
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Auth rule errors carry their key in the message; the path says `auth`.
+fn invalid_auth(error: &kairos_auth::Error) -> Box<figment::Error> {
+    let mut figment_error = figment::Error::from(error.to_string());
+    figment_error.path = vec!["auth".to_owned()];
+    Box::new(figment_error)
+}

@@ -1,0 +1,296 @@
+//! What callers send ([`ScheduleInput`], [`PreviewInput`]), the registrar's [`Settings`],
+//! and the checks that need no database: every field against its rule, all problems at once.
+
+use chrono::{DateTime, Duration, Utc};
+use kairos_core::{
+    parse_zone, validate_id, CatchupPolicy, OverlapPolicy, Spec, Timetable, Tz, MAX_ID_LEN,
+    MAX_JITTER_MS,
+};
+use sha2::{Digest, Sha256};
+
+use crate::error::Problem;
+
+/// Registrar behaviour taken from configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The smallest gap allowed between two ticks of a schedule (DESIGN.md §6).
+    pub min_interval: Duration,
+    /// When set, the only zones a schedule may use.
+    pub allowed_zones: Option<Vec<String>>,
+    /// Used when an upsert names no overlap policy.
+    pub default_overlap: OverlapPolicy,
+    /// Used when an upsert names no catch-up policy.
+    pub default_catchup: CatchupPolicy,
+    /// Used when an upsert names no jitter.
+    pub default_jitter_ms: u32,
+    /// Fixes "now" instead of reading the database clock (tests only).
+    pub pinned_now: Option<DateTime<Utc>>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            min_interval: Duration::seconds(1),
+            allowed_zones: None,
+            default_overlap: OverlapPolicy::default(),
+            default_catchup: CatchupPolicy::default(),
+            default_jitter_ms: 0,
+            pinned_now: None,
+        }
+    }
+}
+
+/// The body of an upsert (seed 001 §4 plus `priority`, `max_run_seconds` and `revision`).
+/// Numbers are `i64` so that out-of-range values reach the range checks and get named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleInput {
+    /// Absent: derived from `workflow_id`, `cron_expr` and `timezone` ([`derived_schedule_id`]).
+    pub schedule_id: Option<String>,
+    /// The workflow to launch.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i64,
+    /// The user to launch as.
+    pub user_id: String,
+    /// Cron expression, `@every <duration>` or `@at <RFC3339>`.
+    pub cron_expr: String,
+    /// IANA zone name.
+    pub timezone: String,
+    /// First instant a tick may fall on (inclusive).
+    pub start_at: Option<DateTime<Utc>>,
+    /// Last instant a tick may fall on (inclusive).
+    pub end_at: Option<DateTime<Utc>>,
+    /// `0..=3_600_000`; absent: the configured default.
+    pub jitter_ms: Option<i64>,
+    /// `allow`, `skip` or `queue`; absent: the configured default.
+    pub overlap_policy: Option<String>,
+    /// `none`, `fire_immediately` or `spread`; absent: the configured default.
+    pub catchup_policy: Option<String>,
+    /// Higher dispatches first; absent: 0.
+    pub priority: Option<i64>,
+    /// Positive; absent: no limit.
+    pub max_run_seconds: Option<i64>,
+    /// When given, the write applies only if the stored revision is this one.
+    pub revision: Option<i64>,
+}
+
+/// A [`ScheduleInput`] whose every field passed its rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    pub schedule_id: String,
+    pub workflow_id: String,
+    pub version: i32,
+    pub user_id: String,
+    pub spec: Spec,
+    pub zone: Tz,
+    pub start_at: Option<DateTime<Utc>>,
+    pub end_at: Option<DateTime<Utc>>,
+    pub jitter_ms: u32,
+    pub overlap_policy: OverlapPolicy,
+    pub catchup_policy: CatchupPolicy,
+    pub priority: i32,
+    pub max_run_seconds: Option<i32>,
+    pub revision: Option<i64>,
+}
+
+impl Checked {
+    /// The timetable with `anchor` (the schedule's creation time) for `@every`.
+    pub fn timetable(&self, anchor: DateTime<Utc>) -> Timetable {
+        Timetable::new(self.spec.clone(), self.zone, anchor).window(self.start_at, self.end_at)
+    }
+}
+
+/// The schedule id used when an upsert gives none: `<workflow_id>-<16 hex>`, the hex being
+/// the start of sha256(workflow_id "\n" cron_expr "\n" timezone) with the spec trimmed. So
+/// the same workflow, spec and zone always name the same schedule (a re-deploy updates it),
+/// and changing the spec or zone makes a new one. The workflow part is cut so the id stays
+/// within 200 characters.
+pub fn derived_schedule_id(workflow_id: &str, cron_expr: &str, timezone: &str) -> String {
+    let digest = Sha256::digest(format!("{workflow_id}\n{}\n{timezone}", cron_expr.trim()));
+    let suffix = &hex::encode(digest)[..16];
+    let keep = MAX_ID_LEN - suffix.len() - 1;
+    let prefix: String = workflow_id.chars().take(keep).collect();
+    format!("{prefix}-{suffix}")
+}
+
+/// Checks every field of `input`; returns all problems found.
+pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checked, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut id = |field: &'static str, value: &str| {
+        if let Err(err) = validate_id(field, value) {
+            problems.push(Problem::new(field, err.to_string()));
+        }
+    };
+    id("workflow_id", &input.workflow_id);
+    id("user_id", &input.user_id);
+    if let Some(schedule_id) = &input.schedule_id {
+        id("schedule_id", schedule_id);
+    }
+    let spec = Spec::parse(&input.cron_expr)
+        .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
+        .ok();
+    let zone = check_zone(&input.timezone, settings)
+        .map_err(|p| problems.push(p))
+        .ok();
+    if let (Some(start), Some(end)) = (input.start_at, input.end_at) {
+        if end < start {
+            problems.push(Problem::new(
+                "end_at",
+                format!("{} is before start_at {}", rfc3339(end), rfc3339(start)),
+            ));
+        }
+    }
+    let version = ranged(
+        &mut problems,
+        "version",
+        Some(input.version),
+        0,
+        i32::MAX.into(),
+    );
+    let jitter = ranged(
+        &mut problems,
+        "jitter_ms",
+        input.jitter_ms,
+        0,
+        MAX_JITTER_MS.into(),
+    );
+    let priority = ranged(
+        &mut problems,
+        "priority",
+        input.priority,
+        i32::MIN.into(),
+        i32::MAX.into(),
+    );
+    let max_run = ranged(
+        &mut problems,
+        "max_run_seconds",
+        input.max_run_seconds,
+        1,
+        i32::MAX.into(),
+    );
+    let overlap: Option<OverlapPolicy> = policy(&mut problems, input.overlap_policy.as_deref());
+    let catchup: Option<CatchupPolicy> = policy(&mut problems, input.catchup_policy.as_deref());
+    if let Some(revision) = input.revision {
+        if revision < 1 {
+            problems.push(Problem::new("revision", "must be 1 or more"));
+        }
+    }
+    match (spec, zone) {
+        (Some(spec), Some(zone)) if problems.is_empty() => Ok(Checked {
+            schedule_id: input.schedule_id.clone().unwrap_or_else(|| {
+                derived_schedule_id(&input.workflow_id, &input.cron_expr, &input.timezone)
+            }),
+            workflow_id: input.workflow_id.clone(),
+            version: version.map_or(0, narrow),
+            user_id: input.user_id.clone(),
+            spec,
+            zone,
+            start_at: input.start_at,
+            end_at: input.end_at,
+            jitter_ms: jitter.map_or(settings.default_jitter_ms, |j| narrow(j) as u32),
+            overlap_policy: overlap.unwrap_or(settings.default_overlap),
+            catchup_policy: catchup.unwrap_or(settings.default_catchup),
+            priority: priority.map_or(0, narrow),
+            max_run_seconds: max_run.map(narrow),
+            revision: input.revision,
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// Checks the zone against the tz database and the allow-list.
+pub(crate) fn check_zone(name: &str, settings: &Settings) -> Result<Tz, Problem> {
+    let zone = parse_zone(name).map_err(|err| Problem::new("timezone", err.to_string()))?;
+    match &settings.allowed_zones {
+        Some(allowed) if !allowed.iter().any(|z| z == name) => Err(Problem::new(
+            "timezone",
+            format!("{name:?} is not in the configured allow-list of zones"),
+        )),
+        _ => Ok(zone),
+    }
+}
+
+fn ranged(
+    problems: &mut Vec<Problem>,
+    field: &'static str,
+    value: Option<i64>,
+    min: i64,
+    max: i64,
+) -> Option<i64> {
+    let value = value?;
+    if (min..=max).contains(&value) {
+        Some(value)
+    } else {
+        problems.push(Problem::new(
+            field,
+            format!("{value} is out of range: must be between {min} and {max}"),
+        ));
+        None
+    }
+}
+
+fn policy<P: std::str::FromStr<Err = kairos_core::PolicyError>>(
+    problems: &mut Vec<Problem>,
+    value: Option<&str>,
+) -> Option<P> {
+    match value?.parse() {
+        Ok(policy) => Some(policy),
+        Err(err) => {
+            problems.push(Problem::new(err.field, err.to_string()));
+            None
+        }
+    }
+}
+
+/// Narrows a value already checked to fit in `i32`.
+fn narrow(value: i64) -> i32 {
+    i32::try_from(value).expect("range-checked before narrowing")
+}
+
+/// The first tick at or after `now`, checked against "never fires" and `min_interval` by
+/// looking at the gaps between the first few ticks.
+pub(crate) fn first_tick(
+    timetable: &Timetable,
+    now: DateTime<Utc>,
+    settings: &Settings,
+) -> Result<DateTime<Utc>, Problem> {
+    let Some(first) = timetable.first_at_or_after(now) else {
+        return Err(never_fires(timetable, now));
+    };
+    let mut previous = first;
+    for tick in timetable.ticks_after(first).take(5) {
+        let gap = tick - previous;
+        if gap < settings.min_interval {
+            return Err(Problem::new(
+                "cron_expr",
+                format!(
+                    "{:?} fires {}s apart ({} and {}), more often than min_interval {}s",
+                    timetable.spec().as_str(),
+                    gap.num_seconds(),
+                    rfc3339(previous),
+                    rfc3339(tick),
+                    settings.min_interval.num_seconds(),
+                ),
+            ));
+        }
+        previous = tick;
+    }
+    Ok(first)
+}
+
+fn never_fires(timetable: &Timetable, now: DateTime<Utc>) -> Problem {
+    Problem::new(
+        "cron_expr",
+        format!(
+            "{:?} never fires at or after {} within the schedule's window (start_at/end_at) \
+             and before 2200",
+            timetable.spec().as_str(),
+            rfc3339(now),
+        ),
+    )
+}
+
+/// RFC 3339 in UTC with `Z`, fractions only when present.
+pub fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}

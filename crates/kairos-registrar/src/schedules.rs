@@ -1,0 +1,331 @@
+//! Schedule operations of the [`Registrar`]: upsert, pause/resume, delete, get, list, runs
+//! and preview.
+
+use chrono::{DateTime, Utc};
+use kairos_core::{Spec, Timetable};
+use kairos_store::runs::{self, Run};
+use kairos_store::schedules::{self as store, ListFilter, Schedule};
+
+use crate::apply::{self, Plan, PlanError, Target};
+use crate::error::{Error, Problem, Result};
+use crate::input::{self, check_zone, ScheduleInput};
+use crate::Registrar;
+
+/// Reason written on runs cancelled by a pause.
+const PAUSED: &str = "paused";
+/// Reason written on runs cancelled by a delete.
+const DELETED: &str = "schedule deleted";
+/// How many ticks `get` previews.
+const PREVIEW_TICKS: usize = 5;
+/// Largest page of [`Registrar::list`] and [`Registrar::runs`].
+pub const LIST_LIMIT_MAX: i64 = 1000;
+/// Most fire times [`Registrar::preview`] returns.
+const PREVIEW_MAX: i64 = 100;
+
+/// What an upsert stored.
+#[derive(Debug, Clone)]
+pub struct Upserted {
+    /// The row as stored.
+    pub schedule: Schedule,
+    /// True when the schedule did not exist before.
+    pub created: bool,
+}
+
+/// A schedule with its next fire times.
+#[derive(Debug, Clone)]
+pub struct ScheduleView {
+    /// The row as stored.
+    pub schedule: Schedule,
+    /// The next ticks at or after now (empty once it is exhausted).
+    pub preview: Vec<DateTime<Utc>>,
+}
+
+/// One page of [`Registrar::list`].
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The schedules, in `schedule_id` order.
+    pub schedules: Vec<Schedule>,
+    /// Pass as `after` to get the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The body of a preview: a spec evaluated without storing anything.
+#[derive(Debug, Clone, Default)]
+pub struct PreviewInput {
+    /// Cron expression, `@every <duration>` or `@at <RFC3339>`.
+    pub cron_expr: String,
+    /// IANA zone name.
+    pub timezone: String,
+    /// Window start (also the `@every` anchor).
+    pub start_at: Option<DateTime<Utc>>,
+    /// Window end.
+    pub end_at: Option<DateTime<Utc>>,
+    /// How many fire times (1..=100, default 5).
+    pub count: Option<i64>,
+    /// Fire times strictly after this instant (default: now; also the `@every` anchor).
+    pub after: Option<DateTime<Utc>>,
+}
+
+impl Registrar {
+    /// Creates or replaces a schedule (omitted optional fields take their defaults).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming every bad field; [`Error::Conflict`] when `revision` is
+    /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
+    pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
+        let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        let existing = store::get(&mut *tx, &checked.schedule_id).await?;
+        let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
+            .map_err(|err| plan_error(err, &checked.schedule_id))?;
+        let created = matches!(plan, Plan::New(..));
+        let mut stored = apply::apply(&mut tx, vec![plan], now).await?;
+        tx.commit().await?;
+        Ok(Upserted {
+            schedule: stored.pop().expect("one plan, one row"),
+            created,
+        })
+    }
+
+    /// Pauses (cancelling every unpublished run) or resumes (planning from now on: no
+    /// catch-up of the paused span). Setting the state it already has changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::Conflict`] on a concurrent write; [`Error::Store`].
+    pub async fn set_paused(&self, schedule_id: &str, paused: bool) -> Result<Schedule> {
+        check_id(schedule_id)?;
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        let stored = store::get(&mut *tx, schedule_id)
+            .await?
+            .ok_or_else(|| not_found(schedule_id))?;
+        if stored.paused == paused {
+            return Ok(stored);
+        }
+        let timetable = timetable_of(&stored);
+        let next_run_at = match (&timetable, paused) {
+            (Some(timetable), false) => timetable.first_at_or_after(now),
+            _ => stored.next_run_at,
+        };
+        let written = store::set_paused(
+            &mut *tx,
+            schedule_id,
+            paused,
+            next_run_at,
+            stored.revision,
+            now,
+        )
+        .await?
+        .ok_or_else(|| concurrent(schedule_id))?;
+        let ids = [schedule_id.to_string()];
+        if paused {
+            runs::cancel_unpublished(&mut *tx, &ids, PAUSED, now).await?;
+        } else {
+            let target = Target {
+                schedule_id: schedule_id.to_string(),
+                timetable,
+                jitter_ms: u32::try_from(stored.jitter_ms).unwrap_or(0),
+            };
+            apply::reconcile(&mut tx, &[target], now).await?;
+        }
+        tx.commit().await?;
+        Ok(written)
+    }
+
+    /// Deletes a schedule and cancels its unpublished runs; its run history stays.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::Store`].
+    pub async fn delete(&self, schedule_id: &str) -> Result<()> {
+        check_id(schedule_id)?;
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        let ids = [schedule_id.to_string()];
+        if store::delete_many(&mut *tx, &ids).await?.is_empty() {
+            return Err(not_found(schedule_id));
+        }
+        runs::cancel_unpublished(&mut *tx, &ids, DELETED, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A schedule with its next five ticks at or after now.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::Store`].
+    pub async fn get(&self, schedule_id: &str) -> Result<ScheduleView> {
+        check_id(schedule_id)?;
+        let mut conn = self.pool.acquire().await?;
+        let now = self.now(&mut conn).await?;
+        let schedule = store::get(&mut *conn, schedule_id)
+            .await?
+            .ok_or_else(|| not_found(schedule_id))?;
+        let preview = match timetable_of(&schedule) {
+            Some(timetable) => {
+                let first = timetable.first_at_or_after(now);
+                let rest = first
+                    .into_iter()
+                    .flat_map(|first| timetable.ticks_after(first));
+                first.into_iter().chain(rest).take(PREVIEW_TICKS).collect()
+            }
+            None => Vec::new(),
+        };
+        Ok(ScheduleView { schedule, preview })
+    }
+
+    /// A page of schedules matching `filter` (its `limit` must be 1..=1000).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad filter; [`Error::Store`].
+    pub async fn list(&self, filter: &ListFilter) -> Result<Page> {
+        check_limit(filter.limit)?;
+        for (field, value) in [
+            ("workflow_id", &filter.workflow_id),
+            ("user_id", &filter.user_id),
+            ("cursor", &filter.after),
+        ] {
+            if let Some(value) = value {
+                kairos_core::validate_id(field, value)
+                    .map_err(|e| Error::invalid(field, e.to_string()))?;
+            }
+        }
+        let schedules = store::list(&self.pool, filter).await?;
+        let full = i64::try_from(schedules.len()).unwrap_or(i64::MAX) == filter.limit;
+        let next_cursor = full
+            .then(|| schedules.last().map(|s| s.schedule_id.clone()))
+            .flatten();
+        Ok(Page {
+            schedules,
+            next_cursor,
+        })
+    }
+
+    /// A schedule's runs, newest tick first (also after the schedule was deleted).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad status or limit; [`Error::Store`].
+    pub async fn runs(
+        &self,
+        schedule_id: &str,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Run>> {
+        check_id(schedule_id)?;
+        check_limit(limit)?;
+        const STATUSES: [&str; 9] = [
+            "PENDING",
+            "QUEUED",
+            "ENQUEUED",
+            "STARTED",
+            "SUCCESS",
+            "FAILED",
+            "TIMED_OUT",
+            "SKIPPED",
+            "CANCELLED",
+        ];
+        if let Some(status) = status {
+            if !STATUSES.contains(&status) {
+                return Err(Error::invalid(
+                    "status",
+                    format!(
+                        "{status:?} is not a run status: use one of {}",
+                        STATUSES.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(runs::list_for_schedule(&self.pool, schedule_id, status, limit).await?)
+    }
+
+    /// The fire times of a spec, nothing stored. "Now" is this instance's clock (or the
+    /// pinned one): a preview is advice, not a fire decision.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming every bad field.
+    pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
+        let mut problems = Vec::new();
+        let spec = Spec::parse(&input.cron_expr)
+            .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
+            .ok();
+        let zone = check_zone(&input.timezone, &self.settings)
+            .map_err(|p| problems.push(p))
+            .ok();
+        let count = input.count.unwrap_or(5);
+        if !(1..=PREVIEW_MAX).contains(&count) {
+            problems.push(Problem::new(
+                "count",
+                format!("{count} is out of range: must be between 1 and {PREVIEW_MAX}"),
+            ));
+        }
+        if let (Some(start), Some(end)) = (input.start_at, input.end_at) {
+            if end < start {
+                problems.push(Problem::new("end_at", "is before start_at"));
+            }
+        }
+        let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
+            return Err(Error::Invalid(problems));
+        };
+        let after = input
+            .after
+            .or(self.settings.pinned_now)
+            .unwrap_or_else(Utc::now);
+        let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
+        let count = usize::try_from(count).expect("checked positive");
+        Ok(timetable.ticks_after(after).take(count).collect())
+    }
+}
+
+/// The timetable of a stored schedule; `None` if its spec or zone no longer parses (a core
+/// change): such a schedule previews and plans nothing rather than failing every read.
+pub(crate) fn timetable_of(schedule: &Schedule) -> Option<Timetable> {
+    let spec = Spec::parse(&schedule.cron_expr).ok()?;
+    let zone = kairos_core::parse_zone(&schedule.timezone).ok()?;
+    Some(Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at))
+}
+
+pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {
+    match err {
+        PlanError::Field(problem) => Error::Invalid(vec![problem]),
+        PlanError::Revision(0) => Error::Conflict {
+            detail: format!(
+                "schedule {schedule_id:?} does not exist, so it has no revision to match"
+            ),
+        },
+        PlanError::Revision(stored) => Error::Conflict {
+            detail: format!(
+                "schedule {schedule_id:?} is at revision {stored}, not the revision given"
+            ),
+        },
+    }
+}
+
+fn check_id(schedule_id: &str) -> Result<()> {
+    kairos_core::validate_id("schedule_id", schedule_id)
+        .map_err(|err| Error::invalid("schedule_id", err.to_string()))
+}
+
+fn check_limit(limit: i64) -> Result<()> {
+    if (1..=LIST_LIMIT_MAX).contains(&limit) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "limit",
+            format!("{limit} is out of range: must be between 1 and {LIST_LIMIT_MAX}"),
+        ))
+    }
+}
+
+fn not_found(schedule_id: &str) -> Error {
+    Error::NotFound {
+        what: format!("schedule {schedule_id:?}"),
+    }
+}
+
+pub(crate) fn concurrent(schedule_id: &str) -> Error {
+    Error::Conflict {
+        detail: format!(
+            "schedule {schedule_id:?} was changed by a concurrent request; read it and retry"
+        ),
+    }
+}

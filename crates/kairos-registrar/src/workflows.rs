@@ -1,0 +1,255 @@
+//! Workflow store and deploy sync: `PUT /workflows/{id}/versions/{v}` stores an immutable
+//! DAG and, with `schedules`, makes them the workflow's full schedule set in one transaction
+//! (create, update, delete), so a deploy is all or nothing.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use kairos_store::runs;
+use kairos_store::schedules::{self as store, Schedule};
+use kairos_store::workflows::{self, PutOutcome};
+
+use crate::apply::{self, Plan, PlanError};
+use crate::error::{Error, Problem, Result};
+use crate::input::{self, Checked, ScheduleInput};
+use crate::schedules::plan_error;
+use crate::{dag, Registrar};
+
+/// Reason written on the unpublished runs of a schedule a deploy removed.
+const REMOVED: &str = "schedule deleted: not in the workflow's deployed set";
+
+/// The body of a workflow deploy.
+#[derive(Debug, Clone)]
+pub struct WorkflowInput {
+    /// From the path.
+    pub workflow_id: String,
+    /// From the path.
+    pub version: i64,
+    /// The DAG JSON (`schemas/dag.schema.json`).
+    pub dag: serde_json::Value,
+    /// When present, the workflow's complete schedule set after this deploy. Each entry's
+    /// `workflow_id` and `version` must be this workflow's.
+    pub schedules: Option<Vec<ScheduleInput>>,
+}
+
+/// What a deploy did.
+#[derive(Debug, Clone)]
+pub struct Deployed {
+    /// True when this version was stored now (false: the same DAG was already there).
+    pub created: bool,
+    /// The synced schedules as stored, in request order (empty without `schedules`).
+    pub schedules: Vec<Schedule>,
+    /// Ids of this workflow's schedules the deploy deleted.
+    pub removed: Vec<String>,
+}
+
+/// A stored workflow version.
+#[derive(Debug, Clone)]
+pub struct WorkflowView {
+    /// The workflow.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The DAG as stored.
+    pub dag: serde_json::Value,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Registrar {
+    /// Stores a workflow version (same DAG again: no-op) and, with `schedules`, syncs the
+    /// workflow's schedule set. Nothing is stored unless everything is valid.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming every bad field (`dag`, `schedules[3].cron_expr`, ...);
+    /// [`Error::Conflict`] when this version holds a different DAG, a schedule id belongs to
+    /// another workflow, or a concurrent write got in the way; [`Error::Store`].
+    pub async fn put_workflow(&self, input: &WorkflowInput) -> Result<Deployed> {
+        let (version, checked) = self.check_workflow(input)?;
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        let created =
+            match workflows::put(&mut tx, &input.workflow_id, version, &input.dag, now).await? {
+                PutOutcome::Created => true,
+                PutOutcome::Unchanged => false,
+                PutOutcome::Conflict => {
+                    return Err(Error::Conflict {
+                        detail: format!(
+                        "workflow {:?} version {version} is already stored with a different dag; \
+                         versions are immutable: deploy a new version",
+                        input.workflow_id
+                    ),
+                    })
+                }
+            };
+        let Some(checked) = checked else {
+            tx.commit().await?;
+            return Ok(Deployed {
+                created,
+                schedules: Vec::new(),
+                removed: Vec::new(),
+            });
+        };
+        let ids: Vec<String> = checked.iter().map(|c| c.schedule_id.clone()).collect();
+        let existing = store::for_sync(&mut *tx, &input.workflow_id, &ids).await?;
+        let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
+        let schedules = apply::apply(&mut tx, plans, now).await?;
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let stale: Vec<String> = existing
+            .iter()
+            .filter(|s| {
+                s.workflow_id == input.workflow_id && !wanted.contains(s.schedule_id.as_str())
+            })
+            .map(|s| s.schedule_id.clone())
+            .collect();
+        let removed = store::delete_many(&mut *tx, &stale).await?;
+        runs::cancel_unpublished(&mut *tx, &removed, REMOVED, now).await?;
+        tx.commit().await?;
+        Ok(Deployed {
+            created,
+            schedules,
+            removed,
+        })
+    }
+
+    /// One workflow version.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id or version; [`Error::NotFound`]; [`Error::Store`].
+    pub async fn get_workflow(&self, workflow_id: &str, version: i64) -> Result<WorkflowView> {
+        let version = check_key(workflow_id, version).map_err(Error::Invalid)?;
+        let mut conn = self.pool.acquire().await?;
+        let stored = workflows::get(&mut conn, workflow_id, version)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                what: format!("workflow {workflow_id:?} version {version}"),
+            })?;
+        Ok(WorkflowView {
+            workflow_id: stored.workflow_id,
+            version: stored.version,
+            dag: stored.dag,
+            created_at: stored.created_at,
+        })
+    }
+
+    /// Checks everything that needs no database: path, DAG, every schedule, duplicate ids.
+    fn check_workflow(&self, input: &WorkflowInput) -> Result<(i32, Option<Vec<Checked>>)> {
+        let mut problems = Vec::new();
+        let version = check_key(&input.workflow_id, input.version)
+            .map_err(|p| problems.extend(p))
+            .ok();
+        if let Err(err) = dag::validate_dag(&input.dag) {
+            problems.push(Problem::new("dag", err.to_string()));
+        }
+        let checked = input.schedules.as_ref().map(|list| {
+            let mut seen = HashMap::new();
+            let mut checked = Vec::new();
+            for (index, schedule) in list.iter().enumerate() {
+                let prefix = format!("schedules[{index}]");
+                problems.extend(
+                    belongs(input, schedule)
+                        .into_iter()
+                        .map(|p| p.within(&prefix)),
+                );
+                match input::check(schedule, &self.settings) {
+                    Ok(ok) => {
+                        if let Some(first) = seen.insert(ok.schedule_id.clone(), index) {
+                            problems.push(Problem::new(
+                                format!("{prefix}.schedule_id"),
+                                format!("{:?} repeats schedules[{first}]", ok.schedule_id),
+                            ));
+                        }
+                        checked.push(ok);
+                    }
+                    Err(found) => problems.extend(found.into_iter().map(|p| p.within(&prefix))),
+                }
+            }
+            checked
+        });
+        match version {
+            Some(version) if problems.is_empty() => Ok((version, checked)),
+            _ => Err(Error::Invalid(problems)),
+        }
+    }
+
+    /// Plans every schedule of the set against what is stored; all problems at once.
+    fn plan_sync(
+        &self,
+        workflow_id: &str,
+        checked: &[Checked],
+        existing: &[Schedule],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Plan>> {
+        let by_id: HashMap<&str, &Schedule> = existing
+            .iter()
+            .map(|s| (s.schedule_id.as_str(), s))
+            .collect();
+        let mut problems = Vec::new();
+        let mut plans = Vec::new();
+        for (index, one) in checked.iter().enumerate() {
+            let stored = by_id.get(one.schedule_id.as_str()).copied();
+            if let Some(other) = stored.filter(|s| s.workflow_id != workflow_id) {
+                return Err(Error::Conflict {
+                    detail: format!(
+                        "schedules[{index}].schedule_id {:?} belongs to workflow {:?}",
+                        one.schedule_id, other.workflow_id
+                    ),
+                });
+            }
+            match apply::plan(one, stored, now, &self.settings) {
+                Ok(plan) => plans.push(plan),
+                Err(PlanError::Field(problem)) => {
+                    problems.push(problem.within(&format!("schedules[{index}]")))
+                }
+                Err(err) => return Err(plan_error(err, &one.schedule_id)),
+            }
+        }
+        if problems.is_empty() {
+            Ok(plans)
+        } else {
+            Err(Error::Invalid(problems))
+        }
+    }
+}
+
+/// A deployed schedule must launch the workflow and version being deployed.
+fn belongs(input: &WorkflowInput, schedule: &ScheduleInput) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if schedule.workflow_id != input.workflow_id {
+        problems.push(Problem::new(
+            "workflow_id",
+            format!(
+                "{:?} is not the workflow being deployed ({:?})",
+                schedule.workflow_id, input.workflow_id
+            ),
+        ));
+    }
+    if schedule.version != input.version {
+        problems.push(Problem::new(
+            "version",
+            format!(
+                "{} is not the version being deployed ({})",
+                schedule.version, input.version
+            ),
+        ));
+    }
+    problems
+}
+
+fn check_key(workflow_id: &str, version: i64) -> std::result::Result<i32, Vec<Problem>> {
+    let mut problems = Vec::new();
+    if let Err(err) = kairos_core::validate_id("workflow_id", workflow_id) {
+        problems.push(Problem::new("workflow_id", err.to_string()));
+    }
+    let version = i32::try_from(version).ok().filter(|v| *v >= 0);
+    if version.is_none() {
+        problems.push(Problem::new(
+            "version",
+            "must be an integer between 0 and 2147483647",
+        ));
+    }
+    match version {
+        Some(version) if problems.is_empty() => Ok(version),
+        _ => Err(problems),
+    }
+}

@@ -1,0 +1,425 @@
+//! Registrar behaviour against a real PostgreSQL (one database per test): next_run_at,
+//! revisions and concurrency, run reconciliation on reschedule/pause/resume/delete, and the
+//! deploy sync's all-or-nothing set semantics.
+
+use chrono::{DateTime, Duration, Utc};
+use kairos_core::{jitter_offset, RunKey};
+use kairos_registrar::{Error, Registrar, ScheduleInput, Settings, WorkflowInput};
+use kairos_store::runs::{self, NewRun};
+use kairos_store::schedules;
+use serde_json::json;
+use sqlx::PgPool;
+
+fn ts(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .expect("test timestamp")
+        .with_timezone(&Utc)
+}
+
+fn registrar(pool: PgPool, now: &str) -> Registrar {
+    Registrar::new(
+        pool,
+        Settings {
+            pinned_now: Some(ts(now)),
+            ..Settings::default()
+        },
+    )
+}
+
+fn input(id: &str, cron: &str) -> ScheduleInput {
+    ScheduleInput {
+        schedule_id: Some(id.to_string()),
+        workflow_id: "wf".into(),
+        version: 1,
+        user_id: "u1".into(),
+        cron_expr: cron.into(),
+        timezone: "America/New_York".into(),
+        ..ScheduleInput::default()
+    }
+}
+
+async fn plant(pool: &PgPool, schedule_id: &str, run_at: &str) -> String {
+    let run_at = ts(run_at);
+    let key = RunKey::tick(schedule_id, run_at);
+    let run = NewRun {
+        idempotency_key: key.as_str().to_string(),
+        schedule_id: schedule_id.into(),
+        run_at,
+        fire_at: run_at,
+        status: "PENDING",
+        source: "schedule",
+        workflow_id: "wf".into(),
+        version: 1,
+        user_id: "u1".into(),
+    };
+    assert!(runs::insert(pool, &run, run_at).await.expect("insert run"));
+    key.as_str().to_string()
+}
+
+async fn status_of(pool: &PgPool, key: &str) -> (String, Option<String>, DateTime<Utc>) {
+    sqlx::query_as("select status, reason, fire_at from schedule_runs where idempotency_key = $1")
+        .bind(key)
+        .fetch_one(pool)
+        .await
+        .expect("run exists")
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at(pool: PgPool) {
+    let reg = registrar(pool, "2026-03-08T12:00:00Z");
+    // US DST began 2026-03-08: 07:00 EDT is 11:00Z.
+    let created = reg.upsert(&input("s1", "0 7 * * *")).await.expect("upsert");
+    assert!(created.created);
+    assert_eq!(
+        created.schedule.next_run_at,
+        Some(ts("2026-03-09T11:00:00Z"))
+    );
+    assert_eq!(created.schedule.revision, 1);
+    let mut later = input("s2", "0 7 * * *");
+    later.start_at = Some(ts("2026-04-01T00:00:00Z"));
+    let stored = reg
+        .upsert(&later)
+        .await
+        .expect("upsert with start_at")
+        .schedule;
+    assert_eq!(stored.next_run_at, Some(ts("2026-04-01T11:00:00Z")));
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
+    let first = reg
+        .upsert(&input("s1", "0 7 * * *"))
+        .await
+        .expect("create")
+        .schedule;
+    let again = reg
+        .upsert(&input("s1", " 0 7 * * * "))
+        .await
+        .expect("same again");
+    assert!(!again.created);
+    assert_eq!(again.schedule, first, "an identical upsert writes nothing");
+    let mut changed = input("s1", "0 7 * * *");
+    changed.priority = Some(5);
+    let changed = reg.upsert(&changed).await.expect("change").schedule;
+    assert_eq!((changed.revision, changed.priority), (2, 5));
+    assert_eq!(
+        changed.next_run_at, first.next_run_at,
+        "a non-timing change keeps next_run_at"
+    );
+    let mut stale = input("s1", "0 8 * * *");
+    stale.revision = Some(1);
+    assert!(matches!(
+        reg.upsert(&stale).await,
+        Err(Error::Conflict { .. })
+    ));
+    let stored = schedules::get(&pool, "s1")
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(
+        (stored.cron_expr.as_str(), stored.revision),
+        ("0 7 * * *", 2)
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn derived_schedule_ids_are_deterministic(pool: PgPool) {
+    let reg = registrar(pool, "2026-03-08T12:00:00Z");
+    let mut no_id = input("x", "0 7 * * *");
+    no_id.schedule_id = None;
+    let a = reg.upsert(&no_id).await.expect("first").schedule;
+    let b = reg.upsert(&no_id).await.expect("second");
+    assert!(
+        !b.created,
+        "the same workflow, spec and zone name the same schedule"
+    );
+    assert_eq!(a.schedule_id, b.schedule.schedule_id);
+    assert!(a.schedule_id.starts_with("wf-") && a.schedule_id.len() == 19);
+    let long = "w".repeat(200);
+    let derived = kairos_registrar::derived_schedule_id(&long, "0 7 * * *", "UTC");
+    assert_eq!(derived.len(), 200);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
+    reg.upsert(&input("s1", "0 7 * * *")).await.expect("create");
+    let crons: Vec<String> = (0..8).map(|h| format!("0 {} * * *", h + 10)).collect();
+    let tasks: Vec<_> = crons
+        .iter()
+        .map(|cron| {
+            let (reg, mut body) = (reg.clone(), input("s1", cron));
+            body.revision = Some(1);
+            tokio::spawn(async move { reg.upsert(&body).await })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for (task, cron) in tasks.into_iter().zip(&crons) {
+        match task.await.expect("task") {
+            Ok(done) => winners.push((cron.clone(), done.schedule)),
+            Err(Error::Conflict { .. }) => {}
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one upsert against revision 1 wins"
+    );
+    let stored = schedules::get(&pool, "s1")
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(
+        stored, winners[0].1,
+        "the stored row is the winner's, whole"
+    );
+    assert_eq!(
+        (stored.cron_expr.as_str(), stored.revision),
+        (winners[0].0.as_str(), 2)
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn rescheduling_cancels_only_runs_that_left_the_timetable(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
+    let past = plant(&pool, "s1", "2026-03-09T11:00:00Z").await;
+    let even = plant(&pool, "s1", "2026-03-09T14:00:00Z").await;
+    let odd = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
+    let mut two_hourly = input("s1", "0 */2 * * *");
+    two_hourly.jitter_ms = Some(30_000);
+    let stored = reg.upsert(&two_hourly).await.expect("reschedule").schedule;
+    assert_eq!(stored.next_run_at, Some(ts("2026-03-09T12:00:00Z")));
+    let (status, reason, _) = status_of(&pool, &odd).await;
+    assert_eq!(status, "CANCELLED");
+    assert!(reason.expect("reason").starts_with("rescheduled"));
+    let (status, _, fire_at) = status_of(&pool, &even).await;
+    assert_eq!(
+        status, "PENDING",
+        "a tick of the new timetable stays planned"
+    );
+    let key = RunKey::tick("s1", ts("2026-03-09T14:00:00Z"));
+    assert_eq!(
+        fire_at,
+        ts("2026-03-09T14:00:00Z") + jitter_offset(&key, 30_000)
+    );
+    assert_eq!(
+        status_of(&pool, &past).await.0,
+        "PENDING",
+        "a due run of the old spec still fires"
+    );
+    // Changing back brings the cancelled tick back: the planner could never write its key again.
+    reg.upsert(&input("s1", "0 * * * *"))
+        .await
+        .expect("back to hourly");
+    assert_eq!(status_of(&pool, &odd).await.0, "PENDING");
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn pause_cancels_unpublished_runs_and_resume_plans_from_now(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
+    let due = plant(&pool, "s1", "2026-03-09T11:00:00Z").await;
+    let future = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
+    let paused = reg.set_paused("s1", true).await.expect("pause");
+    assert!(paused.paused);
+    assert_eq!(status_of(&pool, &due).await.0, "CANCELLED");
+    assert_eq!(status_of(&pool, &future).await.0, "CANCELLED");
+    assert_eq!(
+        reg.set_paused("s1", true)
+            .await
+            .expect("pause again")
+            .revision,
+        paused.revision
+    );
+    let later = registrar(pool.clone(), "2026-03-09T12:30:00Z");
+    let resumed = later.set_paused("s1", false).await.expect("resume");
+    assert_eq!(resumed.next_run_at, Some(ts("2026-03-09T13:00:00Z")));
+    assert_eq!(
+        status_of(&pool, &due).await.0,
+        "CANCELLED",
+        "no catch-up of the paused span"
+    );
+    assert_eq!(
+        status_of(&pool, &future).await.0,
+        "PENDING",
+        "a future tick comes back"
+    );
+    assert!(matches!(
+        reg.set_paused("nope", true).await,
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn delete_keeps_history_and_cancels_pending_runs(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
+    let key = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
+    reg.delete("s1").await.expect("delete");
+    assert!(schedules::get(&pool, "s1").await.expect("get").is_none());
+    assert_eq!(status_of(&pool, &key).await.0, "CANCELLED");
+    assert_eq!(reg.runs("s1", None, 10).await.expect("history").len(), 1);
+    assert!(matches!(
+        reg.delete("s1").await,
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn clock_rules_reject_never_firing_and_too_frequent_specs(pool: PgPool) {
+    let settings = Settings {
+        pinned_now: Some(ts("2026-03-09T12:00:00Z")),
+        min_interval: Duration::seconds(60),
+        allowed_zones: Some(vec!["UTC".into(), "America/New_York".into()]),
+        ..Settings::default()
+    };
+    let reg = Registrar::new(pool.clone(), settings);
+    let cases = [
+        (input("a", "@at 2026-03-01T00:00:00Z"), "cron_expr"),
+        (input("b", "*/10 * * * * *"), "cron_expr"),
+        (input("c", "@every 30s"), "cron_expr"),
+        (
+            ScheduleInput {
+                timezone: "Europe/Paris".into(),
+                ..input("d", "0 7 * * *")
+            },
+            "timezone",
+        ),
+        (
+            ScheduleInput {
+                end_at: Some(ts("2026-03-09T11:00:00Z")),
+                ..input("e", "0 7 * * *")
+            },
+            "cron_expr",
+        ),
+    ];
+    for (body, field) in cases {
+        match reg.upsert(&body).await {
+            Err(Error::Invalid(problems)) => assert_eq!(problems[0].field, field, "{body:?}"),
+            other => panic!("{body:?} gave {other:?}"),
+        }
+    }
+    assert_eq!(schedules::count(&pool).await.expect("count"), 0);
+    reg.upsert(&input("ok", "@every 60s"))
+        .await
+        .expect("exactly min_interval is allowed");
+}
+
+fn dag() -> serde_json::Value {
+    json!({"nodes": [{"id": "a"}, {"id": "b", "depends_on": ["a"]}]})
+}
+
+fn deploy(version: i64, schedules: Vec<ScheduleInput>) -> WorkflowInput {
+    WorkflowInput {
+        workflow_id: "wf".into(),
+        version,
+        dag: dag(),
+        schedules: Some(schedules),
+    }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn deploy_sync_makes_the_set_exact_or_changes_nothing(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    let first = deploy(
+        1,
+        vec![
+            input("a", "0 1 * * *"),
+            input("b", "0 2 * * *"),
+            input("c", "0 3 * * *"),
+        ],
+    );
+    let done = reg.put_workflow(&first).await.expect("first deploy");
+    assert!(done.created);
+    assert_eq!(done.schedules.len(), 3);
+    let doomed = plant(&pool, "c", "2026-03-10T07:00:00Z").await;
+    let mut next: Vec<ScheduleInput> = vec![
+        input("a", "0 1 * * *"),
+        input("b", "0 5 * * *"),
+        input("d", "0 4 * * *"),
+    ];
+    for one in &mut next {
+        one.version = 2;
+    }
+    let done = reg
+        .put_workflow(&deploy(2, next.clone()))
+        .await
+        .expect("second deploy");
+    assert_eq!(done.removed, vec!["c".to_string()]);
+    assert_eq!(status_of(&pool, &doomed).await.0, "CANCELLED");
+    let ids: Vec<String> = reg
+        .list(&filter("wf"))
+        .await
+        .expect("list")
+        .schedules
+        .into_iter()
+        .map(|s| s.schedule_id)
+        .collect();
+    assert_eq!(ids, ["a", "b", "d"]);
+    // One bad schedule in the set: nothing of the third deploy is stored.
+    let mut bad = next.clone();
+    for one in &mut bad {
+        one.version = 3;
+    }
+    bad[0].cron_expr = "0 9 * * *".into();
+    bad.push(ScheduleInput {
+        version: 3,
+        ..input("e", "61 * * * *")
+    });
+    match reg.put_workflow(&deploy(3, bad)).await {
+        Err(Error::Invalid(problems)) => assert_eq!(problems[0].field, "schedules[3].cron_expr"),
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let a = schedules::get(&pool, "a")
+        .await
+        .expect("get")
+        .expect("a stays");
+    assert_eq!((a.cron_expr.as_str(), a.version), ("0 1 * * *", 2));
+    assert!(schedules::get(&pool, "e").await.expect("get").is_none());
+    assert!(matches!(
+        reg.get_workflow("wf", 3).await,
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn workflow_versions_are_immutable(pool: PgPool) {
+    let reg = registrar(pool, "2026-03-09T12:00:00Z");
+    let body = WorkflowInput {
+        workflow_id: "wf".into(),
+        version: 1,
+        dag: dag(),
+        schedules: None,
+    };
+    assert!(reg.put_workflow(&body).await.expect("store").created);
+    assert!(!reg.put_workflow(&body).await.expect("same again").created);
+    let other = WorkflowInput {
+        dag: json!({"nodes": [{"id": "z"}]}),
+        ..body.clone()
+    };
+    assert!(matches!(
+        reg.put_workflow(&other).await,
+        Err(Error::Conflict { .. })
+    ));
+    assert_eq!(reg.get_workflow("wf", 1).await.expect("get").dag, dag());
+    let cycle = WorkflowInput {
+        version: 2,
+        dag: json!({"nodes": [{"id": "a", "depends_on": ["b"]}, {"id": "b", "depends_on": ["a"]}]}),
+        ..body
+    };
+    match reg.put_workflow(&cycle).await {
+        Err(Error::Invalid(problems)) => assert_eq!(problems[0].field, "dag"),
+        other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+fn filter(workflow_id: &str) -> kairos_store::schedules::ListFilter {
+    kairos_store::schedules::ListFilter {
+        workflow_id: Some(workflow_id.into()),
+        limit: 100,
+        ..Default::default()
+    }
+}

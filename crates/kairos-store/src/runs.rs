@@ -1,0 +1,263 @@
+//! Statements on `schedule_runs` that the registrar and the read API need: history reads,
+//! the insert every writer of a run row uses (`on conflict do nothing`: invariant 1), and
+//! the reconciliation of a schedule's unpublished runs when it is paused, resumed,
+//! rescheduled or deleted. The planner's and dispatcher's claims live beside these (issue 4).
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use crate::Result;
+
+/// Statuses of a run that has not been published to the stream yet.
+pub const UNPUBLISHED: [&str; 2] = ["PENDING", "QUEUED"];
+
+/// One row of `schedule_runs`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Run {
+    /// `RunKey` as hex; primary key.
+    pub idempotency_key: String,
+    /// The schedule it belongs (or belonged) to.
+    pub schedule_id: String,
+    /// The planned tick.
+    pub run_at: DateTime<Utc>,
+    /// The tick plus jitter.
+    pub fire_at: DateTime<Utc>,
+    /// `PENDING`, `QUEUED`, `ENQUEUED`, `STARTED`, `SUCCESS`, `FAILED`, `TIMED_OUT`,
+    /// `SKIPPED` or `CANCELLED`.
+    pub status: String,
+    /// `schedule`, `manual`, `backfill` or `api`.
+    pub source: String,
+    /// The workflow as launched.
+    pub workflow_id: String,
+    /// The workflow version as launched.
+    pub version: i32,
+    /// The user as launched.
+    pub user_id: String,
+    /// The executor's run id.
+    pub run_id: Option<String>,
+    /// Publish attempts so far.
+    pub attempts: i32,
+    /// Why it was skipped, cancelled or failed.
+    pub reason: Option<String>,
+    /// The last launch or run error.
+    pub last_error: Option<String>,
+    /// When JetStream acknowledged it.
+    pub published_at: Option<DateTime<Utc>>,
+    /// Its stream sequence number.
+    pub stream_seq: Option<i64>,
+    /// When the executor reported STARTED.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it reached a final status.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The executor that reported on it.
+    pub executor_id: Option<String>,
+    /// When the row was written.
+    pub created_at: DateTime<Utc>,
+    /// When the row last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "idempotency_key, schedule_id, run_at, fire_at, status, source, \
+    workflow_id, version, user_id, run_id, attempts, reason, last_error, published_at, \
+    stream_seq, started_at, finished_at, executor_id, created_at, updated_at";
+
+/// A run row to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    /// `RunKey` as hex.
+    pub idempotency_key: String,
+    /// Its schedule.
+    pub schedule_id: String,
+    /// The planned tick (whole seconds).
+    pub run_at: DateTime<Utc>,
+    /// The tick plus jitter.
+    pub fire_at: DateTime<Utc>,
+    /// Initial status, normally `PENDING`.
+    pub status: &'static str,
+    /// `schedule`, `manual`, `backfill` or `api`.
+    pub source: &'static str,
+    /// The workflow to launch.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The user to launch as.
+    pub user_id: String,
+}
+
+/// Writes a run unless its key exists (invariant 1). Returns whether a row was written.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -> Result<bool> {
+    let done = sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+         source, workflow_id, version, user_id, created_at, updated_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
+         on conflict (idempotency_key) do nothing",
+    )
+    .bind(&run.idempotency_key)
+    .bind(&run.schedule_id)
+    .bind(run.run_at)
+    .bind(run.fire_at)
+    .bind(run.status)
+    .bind(run.source)
+    .bind(&run.workflow_id)
+    .bind(run.version)
+    .bind(&run.user_id)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A schedule's runs, newest tick first, optionally of one status.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn list_for_schedule(
+    db: impl PgExecutor<'_>,
+    schedule_id: &str,
+    status: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Run>> {
+    let sql = format!(
+        "select {COLUMNS} from schedule_runs \
+         where schedule_id = $1 and ($2::text is null or status = $2) \
+         order by run_at desc, idempotency_key limit $3"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(schedule_id)
+        .bind(status)
+        .bind(limit)
+        .fetch_all(db)
+        .await?)
+}
+
+/// A planned (source `schedule`) run that was never published and whose tick is at or
+/// after some instant: the runs a change of timetable may cancel or bring back.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PlannedRun {
+    /// `RunKey` as hex.
+    pub idempotency_key: String,
+    /// Its schedule.
+    pub schedule_id: String,
+    /// The planned tick.
+    pub run_at: DateTime<Utc>,
+    /// `PENDING`, `QUEUED` or `CANCELLED`.
+    pub status: String,
+}
+
+/// The never-published planned runs of `schedule_ids` whose tick is at or after `from`,
+/// including cancelled ones (a resume or a reschedule may want them back: their key is the
+/// tick's key, so the planner could never write them again).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn future_planned(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+    from: DateTime<Utc>,
+) -> Result<Vec<PlannedRun>> {
+    Ok(sqlx::query_as(
+        "select idempotency_key, schedule_id, run_at, status from schedule_runs \
+         where schedule_id = any($1) and run_at >= $2 and source = 'schedule' \
+           and published_at is null and status in ('PENDING', 'QUEUED', 'CANCELLED') \
+         order by schedule_id, run_at",
+    )
+    .bind(schedule_ids)
+    .bind(from)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Keeps or brings back never-published runs: sets their `fire_at`, and a `CANCELLED` one
+/// becomes `PENDING` again (it was never published, so this cannot launch a tick twice).
+/// Returns how many rows changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn keep_planned(
+    db: impl PgExecutor<'_>,
+    keys: &[String],
+    fire_ats: &[DateTime<Utc>],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedule_runs as r set fire_at = v.fire_at, updated_at = $3, \
+           status = case when r.status = 'CANCELLED' then 'PENDING' else r.status end, \
+           reason = case when r.status = 'CANCELLED' then null else r.reason end \
+         from unnest($1::text[], $2::timestamptz[]) as v(idempotency_key, fire_at) \
+         where r.idempotency_key = v.idempotency_key and r.published_at is null \
+           and r.status in ('PENDING', 'QUEUED', 'CANCELLED')",
+    )
+    .bind(keys)
+    .bind(fire_ats)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Cancels the given runs if they are still unpublished. Returns how many changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn cancel(
+    db: impl PgExecutor<'_>,
+    keys: &[String],
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedule_runs set status = 'CANCELLED', reason = $2, updated_at = $3 \
+         where idempotency_key = any($1) and status in ('PENDING', 'QUEUED')",
+    )
+    .bind(keys)
+    .bind(reason)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Cancels every unpublished run of `schedule_ids`, whatever its source or tick (pause and
+/// delete: nothing more is launched). Returns how many changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn cancel_unpublished(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if schedule_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedule_runs set status = 'CANCELLED', reason = $2, updated_at = $3 \
+         where schedule_id = any($1) and status in ('PENDING', 'QUEUED')",
+    )
+    .bind(schedule_ids)
+    .bind(reason)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// How many run rows are stored (for tests and operators).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn count(db: impl PgExecutor<'_>) -> Result<i64> {
+    Ok(sqlx::query_scalar("select count(*) from schedule_runs")
+        .fetch_one(db)
+        .await?)
+}

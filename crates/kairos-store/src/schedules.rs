@@ -1,0 +1,334 @@
+//! Statements on `schedules`. Writes are bulk (`unnest` of column arrays) so that a deploy
+//! of 10,000 schedules is a handful of statements; a single upsert uses the same code with
+//! one row. Updates are compare-and-set on `revision` (optimistic concurrency).
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgExecutor, Postgres, QueryBuilder};
+
+use crate::Result;
+
+/// A stored schedule, as read back.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Schedule {
+    /// Primary key.
+    pub schedule_id: String,
+    /// The workflow it launches.
+    pub workflow_id: String,
+    /// The workflow version it launches.
+    pub version: i32,
+    /// The user runs are launched as.
+    pub user_id: String,
+    /// The spec as written.
+    pub cron_expr: String,
+    /// IANA zone name.
+    pub timezone: String,
+    /// First instant a tick may fall on.
+    pub start_at: Option<DateTime<Utc>>,
+    /// Last instant a tick may fall on.
+    pub end_at: Option<DateTime<Utc>>,
+    /// The next tick to plan; `None` once exhausted.
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// Paused schedules plan nothing.
+    pub paused: bool,
+    /// Jitter bound in milliseconds.
+    pub jitter_ms: i32,
+    /// `allow`, `skip` or `queue`.
+    pub overlap_policy: String,
+    /// `none`, `fire_immediately` or `spread`.
+    pub catchup_policy: String,
+    /// Higher dispatches first.
+    pub priority: i32,
+    /// In-flight limit in seconds, if any.
+    pub max_run_seconds: Option<i32>,
+    /// Optimistic-concurrency counter, incremented by every write.
+    pub revision: i64,
+    /// When the row was first written (the `@every` anchor when no `start_at`).
+    pub created_at: DateTime<Utc>,
+    /// When the row was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The columns of [`Schedule`], in order, for `select` and `returning`.
+const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
+    start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
+    priority, max_run_seconds, revision, created_at, updated_at";
+
+/// Everything a registrar write sets. For an insert, `revision` is ignored (a new row starts
+/// at 1) and `created_at` is stored; for an update, `revision` is the one read before the
+/// write, and `created_at` is left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleWrite {
+    /// Primary key.
+    pub schedule_id: String,
+    /// See [`Schedule::workflow_id`].
+    pub workflow_id: String,
+    /// See [`Schedule::version`].
+    pub version: i32,
+    /// See [`Schedule::user_id`].
+    pub user_id: String,
+    /// See [`Schedule::cron_expr`].
+    pub cron_expr: String,
+    /// See [`Schedule::timezone`].
+    pub timezone: String,
+    /// See [`Schedule::start_at`].
+    pub start_at: Option<DateTime<Utc>>,
+    /// See [`Schedule::end_at`].
+    pub end_at: Option<DateTime<Utc>>,
+    /// See [`Schedule::next_run_at`].
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// See [`Schedule::paused`].
+    pub paused: bool,
+    /// See [`Schedule::jitter_ms`].
+    pub jitter_ms: i32,
+    /// See [`Schedule::overlap_policy`].
+    pub overlap_policy: String,
+    /// See [`Schedule::catchup_policy`].
+    pub catchup_policy: String,
+    /// See [`Schedule::priority`].
+    pub priority: i32,
+    /// See [`Schedule::max_run_seconds`].
+    pub max_run_seconds: Option<i32>,
+    /// The revision the update expects to find (ignored by inserts).
+    pub revision: i64,
+    /// Stored by inserts; `updated_at` is always `now`.
+    pub created_at: DateTime<Utc>,
+}
+
+/// One schedule by id.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn get(db: impl PgExecutor<'_>, schedule_id: &str) -> Result<Option<Schedule>> {
+    let sql = format!("select {COLUMNS} from schedules where schedule_id = $1");
+    Ok(sqlx::query_as(&sql)
+        .bind(schedule_id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// The schedules of `workflow_id` plus those named in `schedule_ids` (whatever their
+/// workflow), for a deploy sync that must see both sides.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn for_sync(
+    db: impl PgExecutor<'_>,
+    workflow_id: &str,
+    schedule_ids: &[String],
+) -> Result<Vec<Schedule>> {
+    let sql = format!(
+        "select {COLUMNS} from schedules where workflow_id = $1 or schedule_id = any($2) \
+         order by schedule_id"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(workflow_id)
+        .bind(schedule_ids)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Filters of [`list`]; `None` means "any".
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this workflow's schedules.
+    pub workflow_id: Option<String>,
+    /// Only this user's schedules.
+    pub user_id: Option<String>,
+    /// Only paused (or only unpaused) schedules.
+    pub paused: Option<bool>,
+    /// Only schedule ids strictly greater than this (the cursor of the previous page).
+    pub after: Option<String>,
+    /// Page size.
+    pub limit: i64,
+}
+
+/// A page of schedules in `schedule_id` order (keyset pagination: stable under inserts).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn list(db: impl PgExecutor<'_>, filter: &ListFilter) -> Result<Vec<Schedule>> {
+    let sql = format!(
+        "select {COLUMNS} from schedules \
+         where ($1::text is null or workflow_id = $1) \
+           and ($2::text is null or user_id = $2) \
+           and ($3::bool is null or paused = $3) \
+           and ($4::text is null or schedule_id > $4) \
+         order by schedule_id limit $5"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(&filter.workflow_id)
+        .bind(&filter.user_id)
+        .bind(filter.paused)
+        .bind(&filter.after)
+        .bind(filter.limit)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Inserts new schedules; a row whose id already exists is left alone and missing from the
+/// answer (a concurrent creator won). Returns the rows written.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn insert_many(
+    db: impl PgExecutor<'_>,
+    rows: &[ScheduleWrite],
+    now: DateTime<Utc>,
+) -> Result<Vec<Schedule>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = QueryBuilder::<Postgres>::new(
+        "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, \
+         timezone, start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, \
+         catchup_policy, priority, max_run_seconds, revision, created_at, updated_at) \
+         select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
+         v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
+         v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, 1, v.created_at, ",
+    );
+    query.push_bind(now);
+    query.push(" from ");
+    push_unnest(&mut query, rows);
+    query.push(" on conflict (schedule_id) do nothing returning ");
+    query.push(COLUMNS);
+    Ok(query.build_query_as().fetch_all(db).await?)
+}
+
+/// Updates schedules whose stored revision still equals [`ScheduleWrite::revision`]
+/// (compare-and-set), incrementing it. Rows changed by someone else since they were read
+/// are left alone and missing from the answer. Returns the rows written.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn update_many(
+    db: impl PgExecutor<'_>,
+    rows: &[ScheduleWrite],
+    now: DateTime<Utc>,
+) -> Result<Vec<Schedule>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = QueryBuilder::<Postgres>::new(
+        "update schedules as s set workflow_id = v.workflow_id, version = v.version, \
+         user_id = v.user_id, cron_expr = v.cron_expr, timezone = v.timezone, \
+         start_at = v.start_at, end_at = v.end_at, next_run_at = v.next_run_at, \
+         paused = v.paused, jitter_ms = v.jitter_ms, overlap_policy = v.overlap_policy, \
+         catchup_policy = v.catchup_policy, priority = v.priority, \
+         max_run_seconds = v.max_run_seconds, revision = s.revision + 1, updated_at = ",
+    );
+    query.push_bind(now);
+    query.push(" from ");
+    push_unnest(&mut query, rows);
+    query.push(" where s.schedule_id = v.schedule_id and s.revision = v.revision returning ");
+    query.push(prefixed_columns("s"));
+    Ok(query.build_query_as().fetch_all(db).await?)
+}
+
+/// `unnest($1, ..., $17) as v(<columns>)`: the rows as one relation, one bind per column.
+fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
+    fn col<T, F: Fn(&ScheduleWrite) -> T>(rows: &[ScheduleWrite], f: F) -> Vec<T> {
+        rows.iter().map(f).collect()
+    }
+    query.push("unnest(");
+    let mut args = query.separated(", ");
+    args.push_bind(col(rows, |r| r.schedule_id.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.workflow_id.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.version));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.user_id.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.cron_expr.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.timezone.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.start_at));
+    args.push_unseparated("::timestamptz[]");
+    args.push_bind(col(rows, |r| r.end_at));
+    args.push_unseparated("::timestamptz[]");
+    args.push_bind(col(rows, |r| r.next_run_at));
+    args.push_unseparated("::timestamptz[]");
+    args.push_bind(col(rows, |r| r.paused));
+    args.push_unseparated("::bool[]");
+    args.push_bind(col(rows, |r| r.jitter_ms));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.overlap_policy.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.catchup_policy.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.priority));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.max_run_seconds));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.revision));
+    args.push_unseparated("::int8[]");
+    args.push_bind(col(rows, |r| r.created_at));
+    args.push_unseparated("::timestamptz[]");
+    query.push(
+        ") as v(schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
+         end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
+         max_run_seconds, revision, created_at)",
+    );
+}
+
+fn prefixed_columns(alias: &str) -> String {
+    COLUMNS
+        .split(", ")
+        .map(|column| format!("{alias}.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Sets `paused` (and the `next_run_at` to resume from) if the revision is still
+/// `revision`. Returns the row written, or `None` when it changed or vanished meanwhile.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn set_paused(
+    db: impl PgExecutor<'_>,
+    schedule_id: &str,
+    paused: bool,
+    next_run_at: Option<DateTime<Utc>>,
+    revision: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<Schedule>> {
+    let sql = format!(
+        "update schedules set paused = $2, next_run_at = $3, revision = revision + 1, \
+         updated_at = $5 where schedule_id = $1 and revision = $4 returning {COLUMNS}"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(schedule_id)
+        .bind(paused)
+        .bind(next_run_at)
+        .bind(revision)
+        .bind(now)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Deletes schedules by id; returns the ids that existed. Their runs stay (history).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn delete_many(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> Result<Vec<String>> {
+    if schedule_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_scalar(
+        "delete from schedules where schedule_id = any($1) returning schedule_id",
+    )
+    .bind(schedule_ids)
+    .fetch_all(db)
+    .await?)
+}
+
+/// How many schedules are stored (for tests and operators).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn count(db: impl PgExecutor<'_>) -> Result<i64> {
+    Ok(sqlx::query_scalar("select count(*) from schedules")
+        .fetch_one(db)
+        .await?)
+}

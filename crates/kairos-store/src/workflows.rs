@@ -1,0 +1,99 @@
+//! Statements on `workflows`: DAG JSON per `(workflow_id, version)`, immutable once written.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::Result;
+
+/// A stored workflow version.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Workflow {
+    /// The workflow.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The DAG JSON as stored (jsonb: key order is not kept).
+    pub dag: serde_json::Value,
+    /// When it was first stored.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What [`put`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The version was new and is now stored.
+    Created,
+    /// The same DAG was already stored under this version: nothing changed.
+    Unchanged,
+    /// A different DAG is stored under this version: nothing changed.
+    Conflict,
+}
+
+/// Stores a DAG under `(workflow_id, version)` unless one is there. An existing version is
+/// compared as jsonb (semantic equality: key order and white space do not count).
+///
+/// # Errors
+/// [`crate::Error::Database`] when a statement fails.
+pub async fn put(
+    conn: &mut PgConnection,
+    workflow_id: &str,
+    version: i32,
+    dag: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<PutOutcome> {
+    let inserted = sqlx::query(
+        "insert into workflows (workflow_id, version, dag, created_at) values ($1, $2, $3, $4) \
+         on conflict (workflow_id, version) do nothing",
+    )
+    .bind(workflow_id)
+    .bind(version)
+    .bind(sqlx::types::Json(dag))
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        return Ok(PutOutcome::Created);
+    }
+    let same: bool = sqlx::query_scalar(
+        "select dag = $3::jsonb from workflows where workflow_id = $1 and version = $2",
+    )
+    .bind(workflow_id)
+    .bind(version)
+    .bind(sqlx::types::Json(dag))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(if same {
+        PutOutcome::Unchanged
+    } else {
+        PutOutcome::Conflict
+    })
+}
+
+/// One workflow version.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn get(
+    conn: &mut PgConnection,
+    workflow_id: &str,
+    version: i32,
+) -> Result<Option<Workflow>> {
+    Ok(sqlx::query_as(
+        "select workflow_id, version, dag, created_at from workflows \
+         where workflow_id = $1 and version = $2",
+    )
+    .bind(workflow_id)
+    .bind(version)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// How many workflow versions are stored (for tests and operators).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn count(conn: &mut PgConnection) -> Result<i64> {
+    Ok(sqlx::query_scalar("select count(*) from workflows")
+        .fetch_one(conn)
+        .await?)
+}
