@@ -1,1 +1,5 @@
-//! Placeholder: the planner and dispatcher loops will live here. Nothing is implemented yet.
+//! The worker roles every kairos instance runs: the planner (due schedules → run rows) and
+//! the dispatcher (due run rows → launch messages). No leader: claims are row locks held by
+//! a transaction, so a killed instance releases everything it held.
+
+pub mod crash;
