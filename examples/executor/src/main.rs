@@ -1,0 +1,56 @@
+//! `kairos-executor`: the example executor's command line. See README.md beside it.
+
+use clap::Parser;
+use kairos_executor_example::{run, Reporter, Settings};
+
+/// Consume kairos launch messages, run their DAGs, report status.
+#[derive(Debug, Parser)]
+struct Args {
+    /// NATS server.
+    #[arg(long, default_value = "nats://127.0.0.1:4222")]
+    nats_url: String,
+    /// Launch stream.
+    #[arg(long, default_value = "KAIROS_LAUNCH")]
+    stream: String,
+    /// Durable consumer name (executors with the same name share the work).
+    #[arg(long, default_value = "example-executor")]
+    durable: String,
+    /// This executor's id.
+    #[arg(long, default_value = "example-executor-1")]
+    executor_id: String,
+    /// Report status over HTTP to this kairos URL; without it, on the NATS status subject.
+    #[arg(long)]
+    kairos_url: Option<String>,
+    /// Bearer token for HTTP status reports (role executor).
+    #[arg(long, env = "KAIROS_TOKEN")]
+    token: Option<String>,
+    /// Subject prefix for NATS status reports.
+    #[arg(long, default_value = "kairos")]
+    subject_prefix: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let settings = Settings {
+        nats_url: args.nats_url.clone(),
+        stream: args.stream,
+        durable: args.durable,
+        executor_id: args.executor_id,
+    };
+    let reporter = match args.kairos_url {
+        Some(base_url) => Reporter::Http {
+            client: reqwest::Client::new(),
+            base_url,
+            token: args.token,
+        },
+        None => {
+            let client = async_nats::connect(&args.nats_url).await?;
+            Reporter::Nats {
+                jetstream: async_nats::jetstream::new(client),
+                prefix: args.subject_prefix,
+            }
+        }
+    };
+    run(&settings, &reporter).await
+}
