@@ -40,6 +40,7 @@ async fn main() {
         registrar: Registrar::new(pool.clone(), Settings::default()),
         auth: Arc::new(auth),
         max_body_bytes: 64 << 20,
+        dispatcher: None,
     };
     let router = app(state);
     upserts(&router).await;

@@ -1,4 +1,5 @@
-//! `/healthz` (the process answers) and `/readyz` (PostgreSQL answers within a deadline).
+//! `/healthz` (the process answers) and `/readyz` (PostgreSQL and, when this instance has a
+//! launcher, NATS JetStream answer within a deadline).
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::AppState;
 
-/// How long `/readyz` waits for PostgreSQL.
+/// How long `/readyz` waits for each dependency.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Liveness: always 200 while the process serves requests.
@@ -17,19 +18,36 @@ pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// Readiness: 200 when PostgreSQL answers `select 1` in time, else 503.
+/// Readiness: 200 when PostgreSQL answers `select 1` and JetStream answers for the launch
+/// stream in time (NATS is reported `not configured` on an instance without a launcher),
+/// else 503 naming the dependency.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let ping = kairos_store::ping(state.registrar.pool());
     match tokio::time::timeout(READY_TIMEOUT, ping).await {
-        Ok(Ok(())) => Ok(Json(
-            json!({ "status": "ready", "checks": { "postgres": "ok" } }),
-        )),
+        Ok(Ok(())) => {}
         Ok(Err(err)) => {
             tracing::warn!(error = %err, "readiness: postgres failed");
-            Err(ApiError::Unavailable("postgres does not answer".into()))
+            return Err(ApiError::Unavailable("postgres does not answer".into()));
         }
-        Err(_) => Err(ApiError::Unavailable(
-            "postgres did not answer within 2 s".into(),
-        )),
+        Err(_) => {
+            return Err(ApiError::Unavailable(
+                "postgres did not answer within 2 s".into(),
+            ))
+        }
     }
+    let nats = match &state.dispatcher {
+        None => "not configured",
+        Some(dispatcher) => match dispatcher.launcher().ready(READY_TIMEOUT).await {
+            Ok(()) => "ok",
+            Err(err) => {
+                tracing::warn!(error = %err, "readiness: nats failed");
+                return Err(ApiError::Unavailable(
+                    "nats jetstream does not answer".into(),
+                ));
+            }
+        },
+    };
+    Ok(Json(
+        json!({ "status": "ready", "checks": { "postgres": "ok", "nats": nats } }),
+    ))
 }

@@ -8,7 +8,9 @@
 mod body;
 mod error;
 mod health;
+mod runs;
 mod schedules;
+mod status;
 mod wire;
 mod workflows;
 
@@ -21,7 +23,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{self, MethodRouter};
 use axum::Router;
 use kairos_auth::{Authenticator, Role};
+use kairos_launcher::NatsLauncher;
 use kairos_registrar::Registrar;
+use kairos_worker::dispatcher::Dispatcher;
 
 pub use error::ApiError;
 
@@ -34,6 +38,9 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// Largest request body accepted (`http.max_body_bytes`).
     pub max_body_bytes: usize,
+    /// Publishes runs started through `POST /run-launcher/start` and answers for NATS in
+    /// `/readyz`; `None` when this instance has no NATS (that route then answers 503).
+    pub dispatcher: Option<Arc<Dispatcher<NatsLauncher>>>,
 }
 
 /// One route: the router is built from these and the OpenAPI test reads them.
@@ -65,7 +72,7 @@ fn route(
 /// Every route this crate serves.
 pub fn routes() -> Vec<Route> {
     use routing::{delete, get, post, put};
-    use Role::{Deployer, Reader};
+    use Role::{Deployer, Executor, Reader};
     vec![
         route(
             Method::POST,
@@ -110,6 +117,18 @@ pub fn routes() -> Vec<Route> {
             get(schedules::runs),
         ),
         route(
+            Method::POST,
+            "/schedules/{id}/trigger",
+            Some(Deployer),
+            post(runs::trigger),
+        ),
+        route(
+            Method::POST,
+            "/schedules/{id}/backfill",
+            Some(Deployer),
+            post(runs::backfill),
+        ),
+        route(
             Method::PUT,
             "/workflows/{id}/versions/{version}",
             Some(Deployer),
@@ -120,6 +139,18 @@ pub fn routes() -> Vec<Route> {
             "/workflows/{id}/versions/{version}",
             Some(Reader),
             get(workflows::get),
+        ),
+        route(
+            Method::POST,
+            "/runs/{key}/status",
+            Some(Executor),
+            post(status::report),
+        ),
+        route(
+            Method::POST,
+            "/run-launcher/start",
+            Some(Executor),
+            post(status::start),
         ),
         route(Method::GET, "/healthz", None, get(health::healthz)),
         route(Method::GET, "/readyz", None, get(health::readyz)),

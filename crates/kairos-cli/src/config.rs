@@ -130,18 +130,12 @@ pub struct SchedulerConfig {
     /// `fire_immediately`: most missed ticks fired per schedule per pass (`MAX_CATCHUP_PER_TICK`).
     pub max_catchup_per_tick: u32,
     /// Lateness after which a tick counts as missed, ms.
-    // Read by the planner role (worker issue).
-    #[allow(dead_code)]
     pub misfire_grace_ms: u64,
     /// Overlap policy of an upsert that names none (`DEFAULT_OVERLAP_POLICY`).
     #[serde(deserialize_with = "from_str")]
-    // Read by `serve` when it builds the registrar's settings.
-    #[allow(dead_code)]
     pub default_overlap_policy: OverlapPolicy,
     /// Catch-up policy of an upsert that names none (`DEFAULT_CATCHUP_POLICY`).
     #[serde(deserialize_with = "from_str")]
-    // Read by `serve` when it builds the registrar's settings.
-    #[allow(dead_code)]
     pub default_catchup_policy: CatchupPolicy,
     /// Jitter of an upsert that names none, ms (`DEFAULT_JITTER_MS`); at most 3,600,000.
     pub default_jitter_ms: u32,
@@ -152,8 +146,6 @@ pub struct SchedulerConfig {
     /// A run unpublished this long after `fire_at` fails instead of launching late, s.
     pub launch_deadline_s: u64,
     /// Most missed ticks caught up per schedule after an outage.
-    // Read by the planner role (worker issue).
-    #[allow(dead_code)]
     pub max_catchup: u32,
 }
 

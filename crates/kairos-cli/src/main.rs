@@ -3,6 +3,7 @@
 
 mod admin;
 mod config;
+mod dispatch;
 mod migrate;
 mod preview;
 mod serve;

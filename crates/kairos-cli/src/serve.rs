@@ -1,7 +1,8 @@
 //! `kairos serve [--config FILE] [--roles api,...] [--no-migrate]`: runs the roles of one
-//! instance. This build serves the `api` role (registrar, workflow store, health); the
-//! `planner`, `dispatcher` and `status` roles arrive with the worker (issue 4) and are
-//! reported as not available rather than pretended.
+//! instance: the `api` role (registrar, workflow store, health, executor routes), and the
+//! `planner`, `dispatcher` and `status` roles (`kairos_worker`; NATS wiring in
+//! `dispatch.rs`). Roles not built yet are reported as not available rather than pretended. Every role runs as a task until SIGINT/SIGTERM, then
+//! each finishes what it is doing (the api its requests, the planner its batch).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,13 +12,17 @@ use chrono::Duration;
 use kairos_api::AppState;
 use kairos_auth::Authenticator;
 use kairos_registrar::{Registrar, Settings};
+use kairos_store::PgPool;
+use kairos_worker::planner::{Planner, PlannerConfig};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use crate::config::{self, Config, LogFormat};
 
 /// Every role an instance can run.
 const ROLES: [&str; 4] = ["api", "planner", "dispatcher", "status"];
 /// The roles this build implements.
-const AVAILABLE: [&str; 1] = ["api"];
+const AVAILABLE: [&str; 4] = ["api", "planner", "dispatcher", "status"];
 
 /// Arguments of `kairos serve`.
 #[derive(Debug, clap::Args)]
@@ -53,33 +58,124 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             tracing::warn!(role = %role, "role not available in this build yet; not started");
         }
     }
-    if !args.roles.iter().any(|r| r == "api") {
-        bail!("--roles: nothing to run (this build implements only the api role)");
+    let runs = |role: &str| args.roles.iter().any(|r| r == role);
+    if !AVAILABLE.iter().any(|role| runs(role)) {
+        bail!(
+            "--roles: nothing to run (this build implements {})",
+            AVAILABLE.join(", ")
+        );
     }
-    kairos_auth::check_bind(config.auth.mode, config.http.bind)?;
-    let auth = Authenticator::from_config(&config.auth).context("auth config")?;
+    let auth = if runs("api") {
+        kairos_auth::check_bind(config.auth.mode, config.http.bind)?;
+        Some(Authenticator::from_config(&config.auth).context("auth config")?)
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
-    runtime.block_on(serve_api(&config, auth, !args.no_migrate))
+    runtime.block_on(async {
+        let pool = crate::migrate::connect(&config).await?;
+        if !args.no_migrate {
+            kairos_store::migrate(&pool)
+                .await
+                .context("apply migrations")?;
+        }
+        let (stop, stopping) = watch::channel(false);
+        let mut roles = JoinSet::new();
+        if runs("planner") {
+            let planner = Planner::new(pool.clone(), planner_config(&config)?);
+            let stopped = stopped(stopping.clone());
+            roles.spawn(async move { planner.run(stopped).await.context("planner") });
+        }
+        // The launcher (and its stream) is needed by the dispatcher, the status intake and
+        // the api (`POST /run-launcher/start`, `/readyz`); NATS down at start is an error.
+        let launcher = crate::dispatch::launcher(&config).await?;
+        let dispatcher = crate::dispatch::dispatcher(&config, pool.clone(), launcher.clone());
+        if runs("dispatcher") {
+            let (dispatcher, stopped) = (dispatcher.clone(), stopped(stopping.clone()));
+            roles.spawn(crate::dispatch::run_dispatcher(dispatcher, stopped));
+        }
+        if runs("status") {
+            let (config, pool, launcher) = (config.clone(), pool.clone(), launcher.clone());
+            let stopped = stopped(stopping.clone());
+            roles.spawn(async move {
+                crate::dispatch::run_status(&config, pool, &launcher, stopped).await
+            });
+        }
+        if let Some(auth) = auth {
+            let (config, stopped) = (config.clone(), stopped(stopping.clone()));
+            roles.spawn(async move { serve_api(&config, auth, pool, dispatcher, stopped).await });
+        }
+        supervise(roles, stop).await
+    })
 }
 
-async fn serve_api(config: &Config, auth: Authenticator, migrate: bool) -> anyhow::Result<()> {
-    let pool = crate::migrate::connect(config).await?;
-    if migrate {
-        kairos_store::migrate(&pool)
-            .await
-            .context("apply migrations")?;
+/// Waits for SIGINT/SIGTERM or the first role to end, then tells every role to stop and
+/// waits for all of them. The first role error is the answer.
+async fn supervise(
+    mut roles: JoinSet<anyhow::Result<()>>,
+    stop: watch::Sender<bool>,
+) -> anyhow::Result<()> {
+    let mut first = tokio::select! {
+        () = shutdown() => None,
+        ended = roles.join_next() => ended,
+    };
+    let _ = stop.send(true);
+    let mut result = Ok(());
+    while let Some(ended) = match first.take() {
+        Some(ended) => Some(ended),
+        None => roles.join_next().await,
+    } {
+        let ended = ended.context("role task panicked").and_then(|r| r);
+        if let (Err(err), true) = (ended, result.is_ok()) {
+            result = Err(err);
+        }
     }
+    result
+}
+
+/// Resolves once `stop` says so (or its sender is gone).
+async fn stopped(mut stopping: watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
+}
+
+/// The planner's knobs from `[scheduler]`.
+fn planner_config(config: &Config) -> anyhow::Result<PlannerConfig> {
+    let scheduler = &config.scheduler;
+    let millis = |name: &str, ms: u64| {
+        i64::try_from(ms)
+            .map(Duration::milliseconds)
+            .with_context(|| format!("scheduler.{name} is too large"))
+    };
+    Ok(PlannerConfig {
+        tick: std::time::Duration::from_millis(scheduler.tick_ms),
+        lookahead: millis("lookahead_ms", scheduler.lookahead_ms)?,
+        misfire_grace: millis("misfire_grace_ms", scheduler.misfire_grace_ms)?,
+        max_catchup: scheduler.max_catchup,
+        max_catchup_per_pass: scheduler.max_catchup_per_tick,
+        batch_size: scheduler.batch_size,
+        pinned_now: None,
+    })
+}
+
+async fn serve_api(
+    config: &Config,
+    auth: Authenticator,
+    pool: PgPool,
+    dispatcher: crate::dispatch::SharedDispatcher,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let state = AppState {
         registrar: Registrar::new(pool, settings(config)?),
         auth: Arc::new(auth),
         max_body_bytes: config.http.max_body_bytes,
+        dispatcher: Some(dispatcher),
     };
     let listener = tokio::net::TcpListener::bind(config.http.bind)
         .await
         .with_context(|| format!("bind http.bind = {}", config.http.bind))?;
     tracing::info!(bind = %config.http.bind, auth = %config.auth.mode, "api listening");
     axum::serve(listener, kairos_api::app(state))
-        .with_graceful_shutdown(shutdown())
+        .with_graceful_shutdown(stopped)
         .await
         .context("serve http")?;
     tracing::info!("api stopped");

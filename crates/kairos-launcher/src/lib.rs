@@ -11,6 +11,7 @@ mod error;
 mod memory;
 mod message;
 mod nats;
+pub mod status;
 
 use std::future::Future;
 

@@ -7,6 +7,8 @@
 //!   the next five ticks), [`Registrar::list`], [`Registrar::runs`], [`Registrar::preview`].
 //! - [`Registrar::put_workflow`]: an immutable DAG per version, and optionally the
 //!   workflow's full schedule set, synced in one transaction.
+//! - [`Registrar::trigger`] (run now, keyed on a request id) and [`Registrar::backfill`]
+//!   (a range of ticks with the planner's keys).
 //!
 //! Every error means nothing changed: each call is one transaction.
 
@@ -14,6 +16,7 @@ mod apply;
 pub mod dag;
 mod error;
 mod input;
+mod runs;
 mod schedules;
 mod workflows;
 
@@ -21,6 +24,7 @@ pub use error::{Error, Problem, Result};
 pub use input::{derived_schedule_id, rfc3339, ScheduleInput, Settings};
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
+pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 

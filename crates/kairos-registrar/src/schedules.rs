@@ -300,7 +300,7 @@ pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {
     }
 }
 
-fn check_id(schedule_id: &str) -> Result<()> {
+pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
     kairos_core::validate_id("schedule_id", schedule_id)
         .map_err(|err| Error::invalid("schedule_id", err.to_string()))
 }
@@ -316,7 +316,7 @@ fn check_limit(limit: i64) -> Result<()> {
     }
 }
 
-fn not_found(schedule_id: &str) -> Error {
+pub(crate) fn not_found(schedule_id: &str) -> Error {
     Error::NotFound {
         what: format!("schedule {schedule_id:?}"),
     }

@@ -8,8 +8,12 @@
 
 pub use sqlx::PgPool;
 
+pub mod dispatch;
+pub mod manual;
+pub mod planning;
 pub mod runs;
 pub mod schedules;
+pub mod status;
 pub mod workflows;
 
 use std::time::Duration;

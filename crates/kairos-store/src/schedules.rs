@@ -200,6 +200,8 @@ pub async fn insert_many(
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
+// Invariant: when the timing (spec, zone, window, paused) is unchanged, the stored
+// next_run_at is kept: a planner may have advanced it since the registrar read the row.
 pub async fn update_many(
     db: impl PgExecutor<'_>,
     rows: &[ScheduleWrite],
@@ -211,7 +213,10 @@ pub async fn update_many(
     let mut query = QueryBuilder::<Postgres>::new(
         "update schedules as s set workflow_id = v.workflow_id, version = v.version, \
          user_id = v.user_id, cron_expr = v.cron_expr, timezone = v.timezone, \
-         start_at = v.start_at, end_at = v.end_at, next_run_at = v.next_run_at, \
+         start_at = v.start_at, end_at = v.end_at, \
+         next_run_at = case when (s.cron_expr, s.timezone, s.start_at, s.end_at, s.paused) \
+             is not distinct from (v.cron_expr, v.timezone, v.start_at, v.end_at, v.paused) \
+             then s.next_run_at else v.next_run_at end, \
          paused = v.paused, jitter_ms = v.jitter_ms, overlap_policy = v.overlap_policy, \
          catchup_policy = v.catchup_policy, priority = v.priority, \
          max_run_seconds = v.max_run_seconds, revision = s.revision + 1, updated_at = ",

@@ -3,3 +3,5 @@
 //! a transaction, so a killed instance releases everything it held.
 
 pub mod crash;
+pub mod dispatcher;
+pub mod planner;

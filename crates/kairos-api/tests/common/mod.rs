@@ -55,6 +55,7 @@ pub fn router_with(pool: PgPool, settings: Settings) -> Router {
         registrar: Registrar::new(pool, settings),
         auth: Arc::new(auth),
         max_body_bytes: MAX_BODY,
+        dispatcher: None,
     })
 }
 

@@ -1,0 +1,57 @@
+//! Handlers of the operator's run requests: `POST /schedules/{id}/trigger` and
+//! `POST /schedules/{id}/backfill` (DESIGN.md §4, §5).
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::body::{self, Fields};
+use crate::error::ApiError;
+use crate::schedules::bad_request;
+use crate::wire::RunBody;
+use crate::AppState;
+
+/// `POST /schedules/{id}/trigger` `{request_id}` → 201 with the run created, or 200 with
+/// the run this request id created before.
+pub(crate) async fn trigger(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let request_id = fields.string("request_id", true);
+    bad_request(fields.finish())?;
+    let request_id = request_id.expect("required fields are present when there is no problem");
+    let triggered = state.registrar.trigger(&id, &request_id).await?;
+    let status = if triggered.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(RunBody::of(triggered.run))).into_response())
+}
+
+/// `POST /schedules/{id}/backfill` `{from, to}` → `{ticks, created, already_present}`.
+pub(crate) async fn backfill(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let from = fields.time("from", true);
+    let to = fields.time("to", true);
+    bad_request(fields.finish())?;
+    let (Some(from), Some(to)) = (from, to) else {
+        unreachable!("required fields are present when there is no problem");
+    };
+    let done = state.registrar.backfill(&id, from, to).await?;
+    Ok(Json(json!({
+        "ticks": done.ticks,
+        "created": done.created,
+        "already_present": done.already_present,
+    })))
+}

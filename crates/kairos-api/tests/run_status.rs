@@ -1,0 +1,144 @@
+//! The executor routes on a real database and nats-server: `POST /runs/{key}/status`
+//! (forward-only, 409 for a second executor, 404, 400) and `POST /run-launcher/start`
+//! (idempotent by key), plus `/readyz` with NATS.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use common::{call, EXECUTOR, READER};
+use kairos_api::{app, AppState};
+use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
+use kairos_launcher::{NatsConfig, NatsLauncher};
+use kairos_registrar::{Registrar, Settings};
+use kairos_testkit::NatsServer;
+use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+const KEY: &str = "order-42";
+
+async fn api(pool: PgPool, nats: &NatsServer) -> axum::Router {
+    let tokens = [
+        ("executor", Role::Executor, EXECUTOR),
+        ("reader", Role::Reader, READER),
+    ];
+    let auth = AuthConfig {
+        mode: AuthMode::Tokens,
+        tokens: tokens
+            .iter()
+            .map(|(name, role, secret)| StaticToken {
+                name: (*name).into(),
+                role: *role,
+                sha256: hex::encode(Sha256::digest(secret)),
+            })
+            .collect(),
+        ..AuthConfig::default()
+    };
+    let launcher = NatsLauncher::connect(NatsConfig::new(nats.url()))
+        .await
+        .expect("launcher");
+    let config = DispatcherConfig::new(100, Duration::from_millis(50), Duration::from_secs(300));
+    app(AppState {
+        registrar: Registrar::new(pool.clone(), Settings::default()),
+        auth: Arc::new(Authenticator::from_config(&auth).expect("auth")),
+        max_body_bytes: common::MAX_BODY,
+        dispatcher: Some(Arc::new(Dispatcher::new(pool, launcher, config))),
+    })
+}
+
+async fn workflow(pool: &PgPool) {
+    sqlx::query("insert into workflows (workflow_id, version, dag) values ('wf', 1, $1)")
+        .bind(json!({"nodes": [{"id": "a"}]}))
+        .execute(pool)
+        .await
+        .expect("workflow");
+}
+
+fn start_body(key: &str) -> serde_json::Value {
+    json!({"workflow_id": "wf", "version": 1, "user_id": "u",
+           "scheduled_for": "2026-03-09T07:00:00Z", "idempotency_key": key})
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn run_launcher_start_is_idempotent_and_status_moves_forward(pool: PgPool) {
+    let nats = NatsServer::start();
+    let api = api(pool.clone(), &nats).await;
+    workflow(&pool).await;
+    let start = |body| {
+        call(
+            &api,
+            Method::POST,
+            "/run-launcher/start",
+            Some(EXECUTOR),
+            Some(body),
+        )
+    };
+    let (status, _, body) = start(start_body(KEY)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"started": true, "status": "ENQUEUED"}));
+    let (_, _, body) = start(start_body(KEY)).await;
+    assert_eq!(body["started"], json!(false));
+    let (status, _, body) = start(start_body(&"a".repeat(64))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["errors"][0]["field"], json!("idempotency_key"));
+
+    let uri = format!("/runs/{KEY}/status");
+    let post = |body| call(&api, Method::POST, &uri, Some(EXECUTOR), Some(body));
+    let (status, _, run) = post(json!({"status": "STARTED", "executor_id": "e1"})).await;
+    assert_eq!(
+        (status, run["status"].clone()),
+        (StatusCode::OK, json!("STARTED"))
+    );
+    let (status, kind, _) = post(json!({"status": "STARTED", "executor_id": "e2"})).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::CONFLICT, "application/problem+json")
+    );
+    let (_, _, run) = post(json!({"status": "SUCCESS", "executor_id": "e1"})).await;
+    assert_eq!(run["status"], json!("SUCCESS"));
+    let (status, _, run) = post(json!({"status": "STARTED", "executor_id": "e1"})).await;
+    assert_eq!(
+        (status, run["status"].clone()),
+        (StatusCode::OK, json!("SUCCESS"))
+    );
+    let (status, _, body) = post(json!({"status": "DONE"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["errors"][0]["field"], json!("status"));
+
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        "/runs/nope/status",
+        Some(EXECUTOR),
+        Some(json!({"status": "STARTED"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        &uri,
+        Some(READER),
+        Some(json!({"status": "STARTED"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn readyz_checks_nats(pool: PgPool) {
+    let mut nats = NatsServer::start();
+    let api = api(pool, &nats).await;
+    let (status, _, body) = call(&api, Method::GET, "/readyz", None, None).await;
+    assert_eq!(
+        (status, body["checks"]["nats"].clone()),
+        (StatusCode::OK, json!("ok"))
+    );
+    nats.stop();
+    let (status, _, _) = call(&api, Method::GET, "/readyz", None, None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+}

@@ -1,0 +1,164 @@
+//! Runs an operator asks for (DESIGN.md §4): trigger-now and backfill.
+//!
+//! - [`Registrar::trigger`]: one run keyed on the schedule and the caller's request id
+//!   ([`RunKey::manual`], its own key space), `source = manual`, firing at the database's now.
+//!   The same request id again answers the run it created; two request ids are two runs,
+//!   even within one second.
+//! - [`Registrar::backfill`]: the schedule's ticks in `[from, to]` with the planner's keys
+//!   ([`RunKey::tick`]), `source = backfill`, firing now. A tick that already has a row (fired,
+//!   skipped, cancelled, or planned) is counted as present and left alone. At most
+//!   [`BACKFILL_MAX_TICKS`] ticks per call, and `to` may not be in the future (future ticks
+//!   are the planner's).
+//!
+//! Both work on paused schedules too: they are explicit requests.
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use kairos_core::RunKey;
+use kairos_store::planning::{self, RunRows};
+use kairos_store::runs::{self, NewRun, Run};
+use kairos_store::{manual, schedules as store};
+
+use crate::error::{Error, Result};
+use crate::input::rfc3339;
+use crate::schedules::{check_id, not_found, timetable_of};
+use crate::Registrar;
+
+/// Most ticks one backfill call may create or find.
+pub const BACKFILL_MAX_TICKS: usize = 1000;
+
+/// What [`Registrar::trigger`] answers.
+#[derive(Debug, Clone)]
+pub struct Triggered {
+    /// The run, as stored.
+    pub run: Run,
+    /// False when the request id had been used before (the existing run is answered).
+    pub created: bool,
+}
+
+/// What [`Registrar::backfill`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Ticks in the range.
+    pub ticks: u64,
+    /// Runs written by this call.
+    pub created: u64,
+    /// Ticks that already had a run (not written again).
+    pub already_present: u64,
+}
+
+impl Registrar {
+    /// Creates a run of `schedule_id` now, keyed on `request_id`, or answers the run that
+    /// request id created before.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id; [`Error::NotFound`]; [`Error::Store`].
+    pub async fn trigger(&self, schedule_id: &str, request_id: &str) -> Result<Triggered> {
+        check_id(schedule_id)?;
+        kairos_core::validate_id("request_id", request_id)
+            .map_err(|err| Error::invalid("request_id", err.to_string()))?;
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        let schedule = store::get(&mut *tx, schedule_id)
+            .await?
+            .ok_or_else(|| not_found(schedule_id))?;
+        let key = RunKey::manual(schedule_id, request_id);
+        let run = NewRun {
+            idempotency_key: key.as_str().to_string(),
+            schedule_id: schedule.schedule_id,
+            // Invariant: run_at is whole seconds (CHECK in schedule_runs).
+            run_at: whole_seconds(now),
+            fire_at: now,
+            status: "PENDING",
+            source: "manual",
+            workflow_id: schedule.workflow_id,
+            version: schedule.version,
+            user_id: schedule.user_id,
+        };
+        let created = runs::insert(&mut *tx, &run, now).await?;
+        let stored = manual::run_by_key(&mut *tx, key.as_str())
+            .await?
+            .expect("the run was just written or already existed");
+        tx.commit().await?;
+        Ok(Triggered {
+            run: stored,
+            created,
+        })
+    }
+
+    /// Writes the runs of the schedule's ticks in `[from, to]` that have none yet.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id, `to` before `from` or in the future, or more than
+    /// [`BACKFILL_MAX_TICKS`] ticks; [`Error::NotFound`]; [`Error::Store`].
+    pub async fn backfill(
+        &self,
+        schedule_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Backfilled> {
+        check_id(schedule_id)?;
+        if to < from {
+            return Err(Error::invalid(
+                "to",
+                format!("{} is before from {}", rfc3339(to), rfc3339(from)),
+            ));
+        }
+        let mut tx = self.pool.begin().await?;
+        let now = self.now(&mut tx).await?;
+        if to > now {
+            return Err(Error::invalid(
+                "to",
+                format!(
+                    "{} is in the future (now is {}): future ticks are planned by the planner",
+                    rfc3339(to),
+                    rfc3339(now)
+                ),
+            ));
+        }
+        let schedule = store::get(&mut *tx, schedule_id)
+            .await?
+            .ok_or_else(|| not_found(schedule_id))?;
+        let timetable = timetable_of(&schedule).ok_or_else(|| Error::Conflict {
+            detail: format!("schedule {schedule_id:?} has a stored spec that no longer parses"),
+        })?;
+        let first = timetable.first_at_or_after(from);
+        let ticks: Vec<DateTime<Utc>> = first
+            .into_iter()
+            .chain(first.into_iter().flat_map(|t| timetable.ticks_after(t)))
+            .take_while(|tick| *tick <= to)
+            .take(BACKFILL_MAX_TICKS + 1)
+            .collect();
+        if ticks.len() > BACKFILL_MAX_TICKS {
+            return Err(Error::invalid(
+                "to",
+                format!(
+                    "the range holds more than {BACKFILL_MAX_TICKS} ticks; split it into smaller ranges"
+                ),
+            ));
+        }
+        let mut rows = RunRows::default();
+        for tick in &ticks {
+            rows.idempotency_keys
+                .push(RunKey::tick(schedule_id, *tick).as_str().to_string());
+            rows.schedule_ids.push(schedule.schedule_id.clone());
+            rows.run_ats.push(*tick);
+            rows.fire_ats.push(now);
+            rows.workflow_ids.push(schedule.workflow_id.clone());
+            rows.versions.push(schedule.version);
+            rows.user_ids.push(schedule.user_id.clone());
+        }
+        let created = planning::insert_runs(&mut *tx, &rows, "backfill", now).await?;
+        tx.commit().await?;
+        let ticks = ticks.len() as u64;
+        Ok(Backfilled {
+            ticks,
+            created,
+            already_present: ticks - created,
+        })
+    }
+}
+
+fn whole_seconds(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.duration_trunc(TimeDelta::seconds(1))
+        .expect("an instant truncates to seconds")
+}

@@ -1,0 +1,380 @@
+//! The dispatcher's statements on `schedule_runs`: claim due `PENDING` runs (row locks held
+//! by the caller's transaction, invariant 4), serialize exclusive schedules, look up what
+//! blocks them, load their DAGs, and record every outcome of a batch in one statement. Plus
+//! the sweep (`max_run_seconds` → `TIMED_OUT`, stranded `QUEUED` runs released) and the
+//! run launcher's insert.
+//!
+//! Every function that is part of a claim takes `&mut PgConnection`: the caller opens one
+//! transaction, claims, publishes and records, then commits. A killed caller rolls it all
+//! back and the runs are `PENDING` again.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgExecutor};
+
+use crate::Result;
+
+/// The advisory-lock namespace of exclusive schedules (first key of the two-key form), so
+/// these locks never collide with another user of advisory locks on the same database.
+pub const EXCLUSIVE_LOCK_SPACE: i32 = 0x6b61_6972; // "kair"
+
+/// The schedule id of runs started through `POST /run-launcher/start` (they belong to no
+/// schedule; the launch schema requires an id here).
+pub const API_SCHEDULE_ID: &str = "run-launcher";
+
+/// A `PENDING` run this transaction has locked, with what the dispatcher needs to decide.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Claimed {
+    /// The run's key; the `Nats-Msg-Id`.
+    pub idempotency_key: String,
+    /// Its schedule.
+    pub schedule_id: String,
+    /// The planned tick.
+    pub run_at: DateTime<Utc>,
+    /// When it is due.
+    pub fire_at: DateTime<Utc>,
+    /// `schedule`, `manual`, `backfill` or `api`.
+    pub source: String,
+    /// The workflow to launch.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The user to launch as.
+    pub user_id: String,
+    /// The schedule's overlap policy now (`allow` for api runs and deleted schedules).
+    pub overlap_policy: String,
+    /// `fire_at` is older than the launch deadline: the run must not go out any more.
+    pub late: bool,
+}
+
+const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, \
+    r.workflow_id, r.version, r.user_id, \
+    case when r.source = 'api' then 'allow' else coalesce(s.overlap_policy, 'allow') end \
+      as overlap_policy, \
+    r.fire_at < $1 - make_interval(secs => $2) as late";
+
+/// Locks up to `limit` due `PENDING` runs (`fire_at <= now`), highest schedule priority
+/// first, then oldest `fire_at`, skipping runs another transaction holds.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn claim(
+    tx: &mut PgConnection,
+    now: DateTime<Utc>,
+    launch_deadline_s: f64,
+    limit: i64,
+) -> Result<Vec<Claimed>> {
+    // Invariant 3: `now` is the database's clock (read by the caller in this transaction).
+    // `for update of r skip locked`: another dispatcher's batch is skipped, never waited
+    // for, and the locks die with this transaction (invariant 4).
+    let sql = format!(
+        "select {CLAIM_COLUMNS} from schedule_runs r \
+         left join schedules s on s.schedule_id = r.schedule_id \
+         where r.status = 'PENDING' and r.fire_at <= $1 \
+         order by coalesce(s.priority, 0) desc, r.fire_at, r.idempotency_key \
+         limit $3 for update of r skip locked"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(now)
+        .bind(launch_deadline_s)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?)
+}
+
+/// Locks one `PENDING` run by key, whatever its `fire_at` (the run launcher publishes at
+/// once). `None` when it is not `PENDING` or another transaction holds it.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn claim_key(
+    tx: &mut PgConnection,
+    key: &str,
+    now: DateTime<Utc>,
+    launch_deadline_s: f64,
+) -> Result<Option<Claimed>> {
+    let sql = format!(
+        "select {CLAIM_COLUMNS} from schedule_runs r \
+         left join schedules s on s.schedule_id = r.schedule_id \
+         where r.status = 'PENDING' and r.idempotency_key = $3 \
+         for update of r skip locked"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(now)
+        .bind(launch_deadline_s)
+        .bind(key)
+        .fetch_optional(&mut *tx)
+        .await?)
+}
+
+/// Takes the transaction-scoped advisory lock of each exclusive schedule, without waiting.
+/// Returns the schedules whose lock this transaction now holds; the others are being
+/// dispatched by another transaction, and their runs wait for the next round.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn lock_schedules(
+    tx: &mut PgConnection,
+    schedule_ids: &[String],
+) -> Result<HashSet<String>> {
+    if schedule_ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let held: Vec<String> = sqlx::query_scalar(
+        "select id from unnest($1::text[]) as id \
+         where pg_try_advisory_xact_lock($2, hashtext(id))",
+    )
+    .bind(schedule_ids)
+    .bind(EXCLUSIVE_LOCK_SPACE)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(held.into_iter().collect())
+}
+
+/// What stands in the way of launching a schedule's next run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct Blockers {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The key of a run in flight (`ENQUEUED` or `STARTED`), if any.
+    pub in_flight: Option<String>,
+    /// The `fire_at` of the oldest `QUEUED` run, if any: a younger run must queue behind
+    /// it (overlap `queue` keeps the order).
+    pub first_queued: Option<DateTime<Utc>>,
+}
+
+/// In-flight and queued runs of `schedule_ids`. Call it after [`lock_schedules`]: with the
+/// lock held, a committed publish by another dispatcher is visible to this statement.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn blockers(
+    tx: &mut PgConnection,
+    schedule_ids: &[String],
+) -> Result<HashMap<String, Blockers>> {
+    if schedule_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<Blockers> = sqlx::query_as(
+        "select schedule_id, \
+           min(idempotency_key) filter (where status in ('ENQUEUED', 'STARTED')) as in_flight, \
+           min(fire_at) filter (where status = 'QUEUED') as first_queued \
+         from schedule_runs \
+         where schedule_id = any($1) and status in ('ENQUEUED', 'STARTED', 'QUEUED') \
+         group by schedule_id",
+    )
+    .bind(schedule_ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.schedule_id.clone(), row))
+        .collect())
+}
+
+/// The DAGs of the given `(workflow_id, version)` pairs; missing ones are absent.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn dags(
+    db: impl PgExecutor<'_>,
+    versions: &[(String, i32)],
+) -> Result<HashMap<(String, i32), serde_json::Value>> {
+    let (ids, numbers): (Vec<String>, Vec<i32>) = versions.iter().cloned().unzip();
+    let rows: Vec<(String, i32, serde_json::Value)> = sqlx::query_as(
+        "select w.workflow_id, w.version, w.dag from workflows w \
+         join unnest($1::text[], $2::int4[]) as v(workflow_id, version) \
+           on w.workflow_id = v.workflow_id and w.version = v.version",
+    )
+    .bind(ids)
+    .bind(numbers)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, version, dag)| ((id, version), dag))
+        .collect())
+}
+
+/// The recorded outcome of one claimed run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The run.
+    pub idempotency_key: String,
+    /// `ENQUEUED`, `PENDING` (retry later), `FAILED`, `SKIPPED` or `QUEUED`.
+    pub status: &'static str,
+    /// Stream sequence of an `ENQUEUED` run.
+    pub stream_seq: Option<i64>,
+    /// Why it was skipped, queued or failed.
+    pub reason: Option<String>,
+    /// The launch error of this attempt.
+    pub last_error: Option<String>,
+    /// Published under `skip`/`queue`: counts against the one-in-flight index.
+    pub exclusive: bool,
+    /// A publish was attempted (counts in `attempts`).
+    pub attempted: bool,
+}
+
+/// Records every outcome of a batch in one statement. `published_at` is the database's
+/// clock when the acknowledgements are in (`pinned` in tests).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails, including a second exclusive run
+/// in flight for one schedule (which the advisory lock prevents).
+pub async fn record(
+    tx: &mut PgConnection,
+    outcomes: &[Outcome],
+    now: DateTime<Utc>,
+    pinned: Option<DateTime<Utc>>,
+) -> Result<u64> {
+    if outcomes.is_empty() {
+        return Ok(0);
+    }
+    let keys: Vec<&str> = outcomes
+        .iter()
+        .map(|o| o.idempotency_key.as_str())
+        .collect();
+    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
+    let seqs: Vec<Option<i64>> = outcomes.iter().map(|o| o.stream_seq).collect();
+    let reasons: Vec<Option<&str>> = outcomes.iter().map(|o| o.reason.as_deref()).collect();
+    let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.last_error.as_deref()).collect();
+    let exclusive: Vec<bool> = outcomes.iter().map(|o| o.exclusive).collect();
+    let attempted: Vec<bool> = outcomes.iter().map(|o| o.attempted).collect();
+    let done = sqlx::query(
+        "update schedule_runs r set status = v.status, \
+           stream_seq = coalesce(v.stream_seq, r.stream_seq), \
+           published_at = case when v.status = 'ENQUEUED' \
+             then coalesce($9, clock_timestamp()) else r.published_at end, \
+           attempts = r.attempts + case when v.attempted then 1 else 0 end, \
+           reason = coalesce(v.reason, r.reason), \
+           last_error = coalesce(v.last_error, r.last_error), \
+           exclusive = v.exclusive, \
+           finished_at = case when v.status in ('FAILED', 'SKIPPED') then $8 \
+             else r.finished_at end, \
+           updated_at = $8 \
+         from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], \
+                     $6::bool[], $7::bool[]) \
+           as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted) \
+         where r.idempotency_key = v.idempotency_key and r.status = 'PENDING'",
+    )
+    .bind(keys)
+    .bind(statuses)
+    .bind(seqs)
+    .bind(reasons)
+    .bind(errors)
+    .bind(exclusive)
+    .bind(attempted)
+    .bind(now)
+    .bind(pinned)
+    .execute(&mut *tx)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// How long until the earliest `PENDING` run is due (zero when one is due now), by the
+/// database's clock; `None` when nothing is pending.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn next_due_in(
+    db: impl PgExecutor<'_>,
+    pinned: Option<DateTime<Utc>>,
+) -> Result<Option<std::time::Duration>> {
+    // Served by the partial index on PENDING fire_at: one index probe.
+    let seconds: Option<f64> = sqlx::query_scalar(
+        "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
+           clock_timestamp())), 0)::float8 \
+         from schedule_runs where status = 'PENDING'",
+    )
+    .bind(pinned)
+    .fetch_one(db)
+    .await?;
+    Ok(seconds.map(std::time::Duration::from_secs_f64))
+}
+
+/// In-flight runs older than their schedule's `max_run_seconds` become `TIMED_OUT` (and
+/// stop blocking overlap). Returns their keys.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn time_out(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "update schedule_runs r set status = 'TIMED_OUT', finished_at = $1, updated_at = $1, \
+           reason = format('ran longer than max_run_seconds (%s s)', s.max_run_seconds) \
+         from schedules s \
+         where r.schedule_id = s.schedule_id and r.status in ('ENQUEUED', 'STARTED') \
+           and s.max_run_seconds is not null \
+           and coalesce(r.started_at, r.published_at) \
+               < $1 - make_interval(secs => s.max_run_seconds) \
+         returning r.idempotency_key",
+    )
+    .bind(now)
+    .fetch_all(db)
+    .await?)
+}
+
+/// For every schedule with `QUEUED` runs but nothing in flight and nothing due, the
+/// oldest `QUEUED` run becomes `PENDING` (after a timeout, or when a status callback's
+/// release raced with the dispatcher queueing a run). Returns their keys.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "update schedule_runs q set status = 'PENDING', reason = null, updated_at = $1 \
+         where q.status = 'QUEUED' and q.idempotency_key in ( \
+           select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
+           where w.status = 'QUEUED' \
+             and not exists (select 1 from schedule_runs b where b.schedule_id = w.schedule_id \
+                             and (b.status in ('ENQUEUED', 'STARTED') \
+                                  or (b.status = 'PENDING' and b.fire_at <= $1))) \
+           order by w.schedule_id, w.fire_at, w.idempotency_key) \
+         returning q.idempotency_key",
+    )
+    .bind(now)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A run to start through `POST /run-launcher/start`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRun {
+    /// The caller's key (`^[A-Za-z0-9_-]{1,200}$`, not 64 lowercase hex digits).
+    pub idempotency_key: String,
+    /// The workflow.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The user to launch as.
+    pub user_id: String,
+    /// The logical time of the run (whole seconds).
+    pub scheduled_for: DateTime<Utc>,
+}
+
+/// Writes an api run, due now, unless its key exists. Returns whether it was written.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails (a key the CHECK refuses included).
+pub async fn insert_api_run(
+    db: impl PgExecutor<'_>,
+    run: &ApiRun,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+         source, workflow_id, version, user_id, created_at, updated_at) \
+         values ($1, $2, $3, $4, 'PENDING', 'api', $5, $6, $7, $4, $4) \
+         on conflict (idempotency_key) do nothing",
+    )
+    .bind(&run.idempotency_key)
+    .bind(API_SCHEDULE_ID)
+    .bind(run.scheduled_for)
+    .bind(now)
+    .bind(&run.workflow_id)
+    .bind(run.version)
+    .bind(&run.user_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,252 @@
+//! The planner's statements (DESIGN.md §1, invariants 1, 3 and 4): claim due schedules with
+//! `for update skip locked`, write a batch of run rows in one `unnest` insert (`on conflict do
+//! nothing`), advance a batch of schedules in one `unnest` update, and the wake-up channel.
+//!
+//! The caller holds one transaction across claim, insert and advance: the row locks of the
+//! claim are the only coordination between planners, and they die with the transaction (a
+//! killed planner releases its batch; the next planner re-plans it, hitting only `on
+//! conflict do nothing` for rows a dead transaction never committed anyway).
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgListener;
+use sqlx::{PgConnection, PgExecutor, PgPool};
+
+use crate::Result;
+
+/// The NOTIFY channel a schedule write signals on (see `migrations/20260102000000_planner.sql`).
+pub const WAKEUP_CHANNEL: &str = "kairos_schedules";
+
+/// A schedule claimed for planning: what `kairos_core::plan` and the run rows need.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DueSchedule {
+    /// Primary key.
+    pub schedule_id: String,
+    /// Copied onto its runs.
+    pub workflow_id: String,
+    /// Copied onto its runs.
+    pub version: i32,
+    /// Copied onto its runs.
+    pub user_id: String,
+    /// The spec as written.
+    pub cron_expr: String,
+    /// IANA zone name.
+    pub timezone: String,
+    /// Window start (inclusive; also the `@every` anchor).
+    pub start_at: Option<DateTime<Utc>>,
+    /// Window end (inclusive).
+    pub end_at: Option<DateTime<Utc>>,
+    /// The first tick not yet planned (never NULL here: NULL rows are never due).
+    pub next_run_at: DateTime<Utc>,
+    /// Jitter bound in milliseconds.
+    pub jitter_ms: i32,
+    /// `none`, `fire_immediately` or `spread`.
+    pub catchup_policy: String,
+    /// The `@every` anchor when there is no `start_at`.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
+/// oldest first, skipping rows another transaction holds. `due_before` must be computed from
+/// the database clock (`now + lookahead`, invariant 3).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn claim_due(
+    conn: &mut PgConnection,
+    due_before: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<DueSchedule>> {
+    // The predicate repeats the partial index `schedules_due` so that it is used; the order
+    // makes the oldest backlog go first when more than `limit` are due.
+    Ok(sqlx::query_as(
+        "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
+         end_at, next_run_at, jitter_ms, catchup_policy, created_at from schedules \
+         where not paused and next_run_at is not null and next_run_at <= $1 \
+         order by next_run_at limit $2 for update skip locked",
+    )
+    .bind(due_before)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Run rows to write in one statement, as columns. Every row is `PENDING` with one source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRows {
+    /// `RunKey` as hex.
+    pub idempotency_keys: Vec<String>,
+    /// The schedule of each row.
+    pub schedule_ids: Vec<String>,
+    /// The tick (whole seconds).
+    pub run_ats: Vec<DateTime<Utc>>,
+    /// When the dispatcher may publish it.
+    pub fire_ats: Vec<DateTime<Utc>>,
+    /// The workflow to launch.
+    pub workflow_ids: Vec<String>,
+    /// Its version.
+    pub versions: Vec<i32>,
+    /// The user to launch as.
+    pub user_ids: Vec<String>,
+}
+
+impl RunRows {
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.idempotency_keys.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.idempotency_keys.is_empty()
+    }
+}
+
+/// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`), skipping keys that
+/// exist (invariant 1). Returns how many rows were written.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails (a CHECK, e.g. a fractional run_at).
+pub async fn insert_runs(
+    db: impl PgExecutor<'_>,
+    rows: &RunRows,
+    source: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+         source, workflow_id, version, user_id, created_at, updated_at) \
+         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9 \
+         from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
+                     $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
+         on conflict (idempotency_key) do nothing",
+    )
+    .bind(&rows.idempotency_keys)
+    .bind(&rows.schedule_ids)
+    .bind(&rows.run_ats)
+    .bind(&rows.fire_ats)
+    .bind(&rows.workflow_ids)
+    .bind(&rows.versions)
+    .bind(&rows.user_ids)
+    .bind(source)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Where each planned schedule moves, as columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Advances {
+    /// The schedules (each claimed in the caller's transaction).
+    pub schedule_ids: Vec<String>,
+    /// The new `next_run_at`; `None` when exhausted or parked.
+    pub next_run_ats: Vec<Option<DateTime<Utc>>>,
+    /// Missed ticks to add to `missed_ticks`.
+    pub missed: Vec<i64>,
+    /// `None` after a successful plan; why it was parked otherwise.
+    pub errors: Vec<Option<String>>,
+}
+
+impl Advances {
+    /// Adds one schedule.
+    pub fn push(
+        &mut self,
+        schedule_id: &str,
+        next_run_at: Option<DateTime<Utc>>,
+        missed: i64,
+        error: Option<String>,
+    ) {
+        self.schedule_ids.push(schedule_id.to_string());
+        self.next_run_ats.push(next_run_at);
+        self.missed.push(missed);
+        self.errors.push(error);
+    }
+}
+
+/// Moves each schedule's `next_run_at`, adds its missed ticks and sets `planner_error`, in
+/// one statement. `revision` and `updated_at` are left alone: they belong to the registrar
+/// (so an advance neither wakes planners nor fails a concurrent registrar write). Returns
+/// how many rows changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn advance(db: impl PgExecutor<'_>, advances: &Advances) -> Result<u64> {
+    if advances.schedule_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedules as s set next_run_at = v.next_run_at, \
+           missed_ticks = s.missed_ticks + v.missed, planner_error = v.error \
+         from unnest($1::text[], $2::timestamptz[], $3::int8[], $4::text[]) \
+           as v(schedule_id, next_run_at, missed, error) \
+         where s.schedule_id = v.schedule_id",
+    )
+    .bind(&advances.schedule_ids)
+    .bind(&advances.next_run_ats)
+    .bind(&advances.missed)
+    .bind(&advances.errors)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// The earliest `next_run_at` of an unpaused schedule (what the planner sleeps towards), or
+/// `None` when nothing is scheduled. One step down the partial index `schedules_due`.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn earliest_next_run(db: impl PgExecutor<'_>) -> Result<Option<DateTime<Utc>>> {
+    Ok(sqlx::query_scalar(
+        "select min(next_run_at) from schedules where not paused and next_run_at is not null",
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// A schedule's planner bookkeeping: missed ticks so far and why it is parked, if it is.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn planner_stats(
+    db: impl PgExecutor<'_>,
+    schedule_id: &str,
+) -> Result<Option<(i64, Option<String>)>> {
+    Ok(
+        sqlx::query_as("select missed_ticks, planner_error from schedules where schedule_id = $1")
+            .bind(schedule_id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// The wake-up signal: a LISTEN connection on [`WAKEUP_CHANNEL`].
+#[derive(Debug)]
+pub struct Wakeups {
+    listener: PgListener,
+}
+
+impl Wakeups {
+    /// Opens a connection from `pool`'s options and listens.
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when it cannot connect or LISTEN.
+    pub async fn listen(pool: &PgPool) -> Result<Wakeups> {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(WAKEUP_CHANNEL).await?;
+        Ok(Wakeups { listener })
+    }
+
+    /// Waits for the next notification. After a lost connection it reconnects and
+    /// re-listens; a notification sent while it was down is lost, which is why the planner
+    /// also caps its sleep.
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when the connection is lost and cannot be re-opened.
+    pub async fn next(&mut self) -> Result<()> {
+        self.listener.recv().await?;
+        Ok(())
+    }
+}

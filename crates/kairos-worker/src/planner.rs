@@ -1,0 +1,346 @@
+//! The planner (DESIGN.md §1): due schedules → `PENDING` run rows, on every instance, no
+//! leader.
+//!
+//! One pass is one transaction: read the database clock, claim up to `batch_size` schedules
+//! with `next_run_at <= now + lookahead` (`for update skip locked`), decide each one with
+//! [`kairos_core::plan`] (grace, catch-up, `max_catchup`, jitter, window), insert every run of
+//! the batch in one statement (`on conflict do nothing`) and advance every schedule in one
+//! statement, then commit. A planner killed anywhere before the commit leaves nothing behind
+//! and releases its locks; the next pass plans the same ticks with the same keys.
+//!
+//! Time: "now" is only ever the database's (`kairos_store::now`, or the pinned value in
+//! tests), invariant 3. The only use of the instance's clock is the *length* of the sleep
+//! between passes (a monotonic duration), which can make a pass earlier or later but never
+//! changes what a pass decides.
+//!
+//! A schedule whose stored spec, zone or policy no longer parses (only possible after a
+//! core change) is *parked*: `next_run_at` NULL and `planner_error` set, logged once, so it
+//! cannot wedge the loop. A registrar write of a new spec un-parks it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Duration, Utc};
+use kairos_core::{parse_zone, plan, CatchupPolicy, PlanInput, PlanParams, Spec, Timetable, Tz};
+use kairos_store::planning::{self, Advances, DueSchedule, RunRows, Wakeups};
+use kairos_store::PgPool;
+
+use crate::crash::crash_point;
+
+/// Source written on the runs the planner creates.
+pub const SOURCE: &str = "schedule";
+
+/// The planner's knobs (from `[scheduler]`). No `Default`: every caller states them.
+#[derive(Debug, Clone)]
+pub struct PlannerConfig {
+    /// Longest sleep between passes (`tick_ms`): bounds how late an edit or a lost wake-up
+    /// is noticed.
+    pub tick: StdDuration,
+    /// How far ahead of the database's now runs are written (`lookahead_ms`).
+    pub lookahead: Duration,
+    /// How late a tick may be and still fire normally (`misfire_grace_ms`).
+    pub misfire_grace: Duration,
+    /// Newest missed ticks a schedule may catch up on (`max_catchup`).
+    pub max_catchup: u32,
+    /// Catch-up runs per schedule per pass (`max_catchup_per_tick`).
+    pub max_catchup_per_pass: u32,
+    /// Schedules claimed per pass (`batch_size`).
+    pub batch_size: u32,
+    /// Fixes the database "now" (tests only); `None` in production.
+    pub pinned_now: Option<DateTime<Utc>>,
+}
+
+/// Why a planner call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database failed; the pass's transaction was rolled back.
+    #[error("planner store call failed")]
+    Store(#[from] kairos_store::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(err: sqlx::Error) -> Error {
+        Error::Store(kairos_store::Error::Database(err))
+    }
+}
+
+/// Result of planner calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassReport {
+    /// The database's now (or the pinned one) the pass decided with.
+    pub now: DateTime<Utc>,
+    /// Schedules claimed.
+    pub claimed: usize,
+    /// Runs the plans asked for.
+    pub planned: usize,
+    /// Runs actually written (the rest existed already).
+    pub inserted: u64,
+    /// Missed ticks counted (not fired).
+    pub missed: u64,
+    /// Schedules parked because their stored spec no longer parses.
+    pub parked: usize,
+}
+
+/// The planner over one pool. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Planner {
+    pool: PgPool,
+    config: PlannerConfig,
+}
+
+impl Planner {
+    /// A planner claiming from `pool`.
+    pub fn new(pool: PgPool, config: PlannerConfig) -> Planner {
+        Planner { pool, config }
+    }
+
+    /// Runs passes until `shutdown` resolves: a full batch is followed at once by another,
+    /// otherwise it sleeps until the earliest schedule becomes due, at most `tick`, or until
+    /// a schedule write wakes it (LISTEN). Shutdown is checked between passes, so the
+    /// in-flight batch is always finished (committed or rolled back), never abandoned.
+    ///
+    /// # Errors
+    /// None so far: database failures are logged and retried after `tick`.
+    #[tracing::instrument(name = "planner", skip_all)]
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        tokio::pin!(shutdown);
+        let mut wakeups = None;
+        tracing::info!(batch_size = self.config.batch_size, "planner started");
+        loop {
+            self.ensure_listening(&mut wakeups).await;
+            let pause = self.tick().await;
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = tokio::time::sleep(pause) => {}
+                () = next_wakeup(&mut wakeups) => {}
+            }
+        }
+        tracing::info!("planner stopped");
+        Ok(())
+    }
+
+    /// One pass, then how long to wait before the next.
+    async fn tick(&self) -> StdDuration {
+        match self.pass().await {
+            Ok(report) if report.claimed >= self.config.batch_size as usize => StdDuration::ZERO,
+            Ok(_) => match self.idle_for().await {
+                Ok(pause) => pause,
+                Err(err) => log_failure(&err, self.config.tick),
+            },
+            Err(err) => log_failure(&err, self.config.tick),
+        }
+    }
+
+    /// Plans one batch of due schedules in one transaction (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::Store`]; nothing was written.
+    pub async fn pass(&self) -> Result<PassReport> {
+        let mut tx = self.pool.begin().await?;
+        let now = kairos_store::now(&mut *tx, self.config.pinned_now).await?;
+        let limit = i64::from(self.config.batch_size);
+        let due = planning::claim_due(&mut tx, now + self.config.lookahead, limit).await?;
+        crash_point("planner_after_claim");
+        if due.is_empty() {
+            tx.commit().await?;
+            return Ok(PassReport::empty(now));
+        }
+        let batch = plan_batch(&due, self.params(now));
+        let inserted = planning::insert_runs(&mut *tx, &batch.runs, SOURCE, now).await?;
+        planning::advance(&mut *tx, &batch.advances).await?;
+        crash_point("planner_before_commit");
+        tx.commit().await?;
+        let report = PassReport {
+            now,
+            claimed: due.len(),
+            planned: batch.runs.len(),
+            inserted,
+            missed: batch.missed,
+            parked: batch.parked,
+        };
+        tracing::debug!(
+            claimed = report.claimed,
+            inserted = report.inserted,
+            missed = report.missed,
+            "planner pass"
+        );
+        Ok(report)
+    }
+
+    fn params(&self, now: DateTime<Utc>) -> PlanParams {
+        PlanParams {
+            now,
+            lookahead: self.config.lookahead,
+            misfire_grace: self.config.misfire_grace,
+            max_catchup: self.config.max_catchup,
+            max_catchup_per_pass: self.config.max_catchup_per_pass,
+        }
+    }
+
+    /// How long until the earliest schedule is due (`next_run_at - lookahead - now`, all
+    /// database times), clamped to `[tick / 4, tick]`. The floor keeps a planner from
+    /// spinning on schedules another planner holds locked.
+    async fn idle_for(&self) -> Result<StdDuration> {
+        let now = kairos_store::now(&self.pool, self.config.pinned_now).await?;
+        let floor = self.config.tick / 4;
+        let Some(earliest) = planning::earliest_next_run(&self.pool).await? else {
+            return Ok(self.config.tick);
+        };
+        let until_due = (earliest - self.config.lookahead - now)
+            .to_std()
+            .unwrap_or(StdDuration::ZERO);
+        Ok(until_due.clamp(floor, self.config.tick))
+    }
+
+    /// Opens the LISTEN connection when there is none (at start, and after it was lost).
+    async fn ensure_listening(&self, wakeups: &mut Option<Wakeups>) {
+        if wakeups.is_some() {
+            return;
+        }
+        match Wakeups::listen(&self.pool).await {
+            Ok(listening) => *wakeups = Some(listening),
+            Err(err) => {
+                tracing::warn!(error = %chain(&err), "planner cannot listen; polling every tick");
+            }
+        }
+    }
+}
+
+impl PassReport {
+    fn empty(now: DateTime<Utc>) -> PassReport {
+        PassReport {
+            now,
+            claimed: 0,
+            planned: 0,
+            inserted: 0,
+            missed: 0,
+            parked: 0,
+        }
+    }
+}
+
+/// Resolves on the next wake-up; never, when not listening. A lost connection is dropped
+/// here (and re-opened by the loop), so a broken listener cannot make the loop spin.
+async fn next_wakeup(wakeups: &mut Option<Wakeups>) {
+    let Some(listening) = wakeups else {
+        return std::future::pending().await;
+    };
+    if let Err(err) = listening.next().await {
+        tracing::warn!(error = %chain(&err), "planner lost its LISTEN connection");
+        *wakeups = None;
+    }
+}
+
+fn log_failure(err: &Error, retry_in: StdDuration) -> StdDuration {
+    tracing::error!(error = %chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
+    retry_in
+}
+
+/// `err: cause: cause`, for logs.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The writes of one pass.
+#[derive(Debug, Default)]
+struct Batch {
+    runs: RunRows,
+    advances: Advances,
+    missed: u64,
+    parked: usize,
+}
+
+/// A stored spec and zone, parsed; or why they no longer parse.
+type Rules = Result<(Spec, Tz), String>;
+
+/// Plans every claimed schedule (pure). Specs are parsed once per distinct (spec, zone).
+fn plan_batch(due: &[DueSchedule], params: PlanParams) -> Batch {
+    let mut parsed: HashMap<(&str, &str), Rules> = HashMap::new();
+    let mut batch = Batch::default();
+    for schedule in due {
+        let rules = parsed
+            .entry((&schedule.cron_expr, &schedule.timezone))
+            .or_insert_with(|| parse_rules(&schedule.cron_expr, &schedule.timezone));
+        let planned = rules.clone().and_then(|(spec, zone)| {
+            let catchup: CatchupPolicy = schedule
+                .catchup_policy
+                .parse()
+                .map_err(|e| format!("{e}"))?;
+            Ok((spec, zone, catchup))
+        });
+        match planned {
+            Ok((spec, zone, catchup)) => {
+                add_plan(&mut batch, schedule, spec, zone, catchup, params)
+            }
+            Err(reason) => park(&mut batch, schedule, reason),
+        }
+    }
+    batch
+}
+
+fn parse_rules(cron_expr: &str, timezone: &str) -> Rules {
+    let spec = Spec::parse(cron_expr).map_err(|e| format!("cron_expr: {e}"))?;
+    let zone = parse_zone(timezone).map_err(|e| format!("timezone: {e}"))?;
+    Ok((spec, zone))
+}
+
+fn add_plan(
+    batch: &mut Batch,
+    schedule: &DueSchedule,
+    spec: Spec,
+    zone: Tz,
+    catchup: CatchupPolicy,
+    params: PlanParams,
+) {
+    let timetable =
+        Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at);
+    let input = PlanInput {
+        schedule_id: &schedule.schedule_id,
+        timetable: &timetable,
+        next_run_at: schedule.next_run_at,
+        jitter_ms: u32::try_from(schedule.jitter_ms).unwrap_or(0),
+        catchup,
+    };
+    let plan = plan(input, params);
+    if plan.missed_truncated {
+        tracing::warn!(schedule_id = %schedule.schedule_id, missed = plan.missed,
+            "schedule was far behind; missed ticks counted as a lower bound");
+    }
+    for run in &plan.runs {
+        let rows = &mut batch.runs;
+        rows.idempotency_keys.push(run.key.as_str().to_string());
+        rows.schedule_ids.push(schedule.schedule_id.clone());
+        rows.run_ats.push(run.run_at);
+        rows.fire_ats.push(run.fire_at);
+        rows.workflow_ids.push(schedule.workflow_id.clone());
+        rows.versions.push(schedule.version);
+        rows.user_ids.push(schedule.user_id.clone());
+    }
+    let missed = i64::try_from(plan.missed).unwrap_or(i64::MAX);
+    batch
+        .advances
+        .push(&schedule.schedule_id, plan.next_run_at, missed, None);
+    batch.missed += plan.missed;
+}
+
+fn park(batch: &mut Batch, schedule: &DueSchedule, reason: String) {
+    tracing::error!(schedule_id = %schedule.schedule_id, reason = %reason,
+        "stored schedule no longer parses; parked (next_run_at cleared) until it is re-registered");
+    batch
+        .advances
+        .push(&schedule.schedule_id, None, 0, Some(reason));
+    batch.parked += 1;
+}

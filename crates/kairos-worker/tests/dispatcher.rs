@@ -1,0 +1,368 @@
+//! The dispatcher on real PostgreSQL and a real nats-server: racing instances, a process
+//! killed between PubAck and the status update, a broker outage, each overlap policy,
+//! `max_run_seconds`, the launch deadline and permanent launch errors.
+
+mod dispatcher_support;
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+use std::time::Duration;
+
+use dispatcher_support::{
+    config, field, key, launcher, nats, run, schedule, statuses, stream_ids, workflow,
+};
+use kairos_store::status::{apply, Reported, StatusReport};
+use kairos_store::PgPool;
+use kairos_worker::dispatcher::Dispatcher;
+
+/// Rounds until one claims nothing (the race tests' "drain").
+async fn drain<L: kairos_launcher::RunLauncher>(dispatcher: &Dispatcher<L>) {
+    for _ in 0..1_000 {
+        let round = dispatcher.round().await.expect("round");
+        if round.claimed == 0 {
+            return;
+        }
+    }
+    panic!("dispatcher never ran dry");
+}
+
+async fn report(pool: &PgPool, key: &str, status: Reported) {
+    let mut conn = pool.acquire().await.expect("connection");
+    let report = StatusReport {
+        status,
+        run_id: None,
+        executor_id: Some("exec-1".into()),
+        error: None,
+    };
+    apply(&mut conn, key, &report, None)
+        .await
+        .expect("apply status");
+}
+
+/// `instances` dispatchers, each with its own NATS connection, drain 200 `allow` runs and
+/// 20 `skip` schedules of 5 overdue runs each, concurrently.
+async fn race(pool: PgPool, instances: usize) {
+    let (server, first) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "free", "allow", None).await;
+    for n in 0..200 {
+        run(&pool, &key(n), "free", -1.0 - n as f64 / 1000.0).await;
+    }
+    for s in 0..20u64 {
+        let id = format!("excl-{s}");
+        schedule(&pool, &id, "skip", None).await;
+        for n in 0..5 {
+            run(
+                &pool,
+                &key(10_000 + s * 10 + n),
+                &id,
+                -2.0 + n as f64 / 10.0,
+            )
+            .await;
+        }
+    }
+    let mut dispatchers = Vec::new();
+    for _ in 0..instances {
+        let launcher = launcher(&server).await;
+        dispatchers.push(Dispatcher::new(pool.clone(), launcher, config()));
+    }
+    futures_join(dispatchers.iter().map(drain)).await;
+
+    let runs = statuses(&pool).await;
+    let enqueued: HashSet<String> = runs
+        .iter()
+        .filter(|(_, status)| *status == "ENQUEUED")
+        .map(|(key, _)| key.clone())
+        .collect();
+    assert_eq!(
+        enqueued.len(),
+        200 + 20,
+        "every allow run and one run per skip schedule"
+    );
+    assert_eq!(runs.values().filter(|s| *s == "SKIPPED").count(), 80);
+    let ids = stream_ids(&first).await;
+    assert_eq!(ids.len(), 220, "exactly one message per launched run");
+    assert_eq!(ids.into_iter().collect::<HashSet<_>>(), enqueued);
+}
+
+async fn futures_join<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let handles: Vec<_> = futures.collect();
+    let mut pinned: Vec<_> = handles.into_iter().map(Box::pin).collect();
+    // Poll all concurrently on this task.
+    std::future::poll_fn(|cx| {
+        pinned.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if pinned.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn two_dispatchers_publish_every_run_exactly_once(pool: PgPool) {
+    race(pool, 2).await;
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn three_dispatchers_publish_every_run_exactly_once(pool: PgPool) {
+    race(pool, 3).await;
+}
+
+/// The child of the kill test: one round with `KAIROS_CRASH_AT=dispatcher_after_ack`,
+/// which aborts the process after every PubAck and before the runs are recorded.
+#[tokio::test]
+#[ignore = "run by killed_between_ack_and_record_loses_and_doubles_nothing"]
+async fn child_round_that_crashes() {
+    let (Ok(db), Ok(nats_url)) = (
+        std::env::var("KAIROS_TEST_DB_URL"),
+        std::env::var("KAIROS_TEST_NATS_URL"),
+    ) else {
+        return;
+    };
+    let pool = PgPool::connect(&db).await.expect("child connects");
+    let config = kairos_launcher::NatsConfig::new(nats_url);
+    let launcher = kairos_launcher::NatsLauncher::connect(config)
+        .await
+        .expect("nats");
+    let _ = Dispatcher::new(pool, launcher, dispatcher_support::config())
+        .round()
+        .await;
+    panic!("the crash point was not reached");
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn killed_between_ack_and_record_loses_and_doubles_nothing(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    let keys: Vec<String> = (0..50).map(key).collect();
+    for (n, key) in keys.iter().enumerate() {
+        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
+    }
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let (server_url, _) = base.rsplit_once('/').expect("url with a database");
+    let database = pool
+        .connect_options()
+        .get_database()
+        .expect("test db")
+        .to_string();
+    let nats_url = _server.url();
+    let status = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "child_round_that_crashes",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("KAIROS_CRASH_AT", "dispatcher_after_ack")
+        .env("KAIROS_TEST_DB_URL", format!("{server_url}/{database}"))
+        .env("KAIROS_TEST_NATS_URL", &nats_url)
+        .status()
+        .expect("spawn child");
+    assert!(!status.success(), "the child must die at the crash point");
+    assert_eq!(
+        stream_ids(&launcher).await.len(),
+        50,
+        "the child published all"
+    );
+    assert!(
+        statuses(&pool).await.values().all(|s| s == "PENDING"),
+        "the killed transaction rolled back"
+    );
+
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    drain(&dispatcher).await;
+    assert!(statuses(&pool).await.values().all(|s| s == "ENQUEUED"));
+    let ids = stream_ids(&launcher).await;
+    assert_eq!(
+        ids, keys,
+        "one message per key, in fire_at order: duplicates dropped"
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn nats_outage_loses_nothing_and_keeps_fire_at_order(pool: PgPool) {
+    let (mut server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    let keys: Vec<String> = (0..30).map(key).collect();
+    for (n, key) in keys.iter().enumerate() {
+        run(&pool, key, "s", -30.0 + n as f64).await;
+    }
+    server.stop();
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    let round = dispatcher.round().await.expect("round while nats is down");
+    assert_eq!((round.retry, round.enqueued), (30, 0));
+    assert!(statuses(&pool).await.values().all(|s| s == "PENDING"));
+    assert_eq!(
+        field(&pool, &keys[0], "attempts").await.as_deref(),
+        Some("1")
+    );
+    assert!(field(&pool, &keys[0], "last_error").await.is_some());
+
+    server.restart();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let looping = tokio::spawn({
+        let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+        async move { dispatcher.run(async { stopped.await.unwrap_or(()) }).await }
+    });
+    dispatcher_support::until(Duration::from_secs(20), "all runs enqueued", || async {
+        statuses(&pool).await.values().all(|s| s == "ENQUEUED")
+    })
+    .await;
+    stop.send(()).expect("loop alive");
+    looping.await.expect("join").expect("loop ends cleanly");
+    let ids = stream_ids(&launcher).await;
+    assert_eq!(
+        ids, keys,
+        "nothing lost, nothing doubled, fire_at order kept"
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn overlap_allow_and_skip(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "free", "allow", None).await;
+    schedule(&pool, "skipper", "skip", None).await;
+    let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
+    run(&pool, &key(1), "free", -1.0).await;
+    run(&pool, &key(2), "skipper", -1.0).await;
+    drain(&dispatcher).await;
+    run(&pool, &key(3), "free", -0.5).await;
+    run(&pool, &key(4), "skipper", -0.5).await;
+    drain(&dispatcher).await;
+    let runs = statuses(&pool).await;
+    assert_eq!(
+        runs[&key(3)],
+        "ENQUEUED",
+        "allow fires over an in-flight run"
+    );
+    assert_eq!(runs[&key(4)], "SKIPPED");
+    let reason = field(&pool, &key(4), "reason").await.expect("reason");
+    assert!(reason.contains(&key(2)), "{reason}");
+
+    report(&pool, &key(2), Reported::Success).await;
+    run(&pool, &key(5), "skipper", -0.1).await;
+    drain(&dispatcher).await;
+    assert_eq!(
+        statuses(&pool).await[&key(5)],
+        "ENQUEUED",
+        "the blocker ended"
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn overlap_queue_releases_in_order(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "q", "queue", None).await;
+    for n in 1..=3 {
+        run(&pool, &key(n), "q", -4.0 + n as f64).await;
+    }
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    drain(&dispatcher).await;
+    let expect = |a: &str, b: &str, c: &str| {
+        HashMap::from([(key(1), a.into()), (key(2), b.into()), (key(3), c.into())])
+    };
+    assert_eq!(
+        statuses(&pool).await,
+        expect("ENQUEUED", "QUEUED", "QUEUED")
+    );
+    report(&pool, &key(1), Reported::Success).await;
+    assert_eq!(
+        statuses(&pool).await,
+        expect("SUCCESS", "PENDING", "QUEUED")
+    );
+    drain(&dispatcher).await;
+    assert_eq!(
+        statuses(&pool).await,
+        expect("SUCCESS", "ENQUEUED", "QUEUED")
+    );
+    report(&pool, &key(2), Reported::Failed).await;
+    drain(&dispatcher).await;
+    assert_eq!(
+        statuses(&pool).await,
+        expect("SUCCESS", "FAILED", "ENQUEUED")
+    );
+    assert_eq!(stream_ids(&launcher).await, vec![key(1), key(2), key(3)]);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn max_run_seconds_times_out_and_unblocks(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "q", "queue", Some(60)).await;
+    run(&pool, &key(1), "q", -2.0).await;
+    run(&pool, &key(2), "q", -1.0).await;
+    let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
+    drain(&dispatcher).await;
+    assert_eq!(
+        dispatcher.sweep().await.expect("sweep"),
+        (0, 0),
+        "not yet too old"
+    );
+    // The run was published 61 s ago, as far as the database knows.
+    sqlx::query("update schedule_runs set published_at = published_at - interval '61 s'")
+        .execute(&pool)
+        .await
+        .expect("age the run");
+    assert_eq!(dispatcher.sweep().await.expect("sweep"), (1, 1));
+    let runs = statuses(&pool).await;
+    assert_eq!(
+        (runs[&key(1)].as_str(), runs[&key(2)].as_str()),
+        ("TIMED_OUT", "PENDING")
+    );
+    drain(&dispatcher).await;
+    assert_eq!(statuses(&pool).await[&key(2)], "ENQUEUED");
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn stale_and_unlaunchable_runs_fail_with_a_reason(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    // Over the server's 1 MiB max_payload: a permanent error.
+    let nodes: Vec<_> = (0..40_000)
+        .map(|n| serde_json::json!({"id": format!("node-{n:08}-padding-padding")}))
+        .collect();
+    sqlx::query("insert into workflows (workflow_id, version, dag) values ('wf', 2, $1)")
+        .bind(serde_json::json!({ "nodes": nodes }))
+        .execute(&pool)
+        .await
+        .expect("big workflow");
+    schedule(&pool, "s", "allow", None).await;
+    run(&pool, &key(1), "s", -400.0).await;
+    run(&pool, &key(2), "s", -1.0).await;
+    run(&pool, &key(3), "s", -1.0).await;
+    run(&pool, &key(4), "s", -1.0).await;
+    sqlx::query("update schedule_runs set version = 9 where idempotency_key = $1")
+        .bind(key(2))
+        .execute(&pool)
+        .await
+        .expect("missing version");
+    sqlx::query("update schedule_runs set version = 2 where idempotency_key = $1")
+        .bind(key(3))
+        .execute(&pool)
+        .await
+        .expect("big version");
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    drain(&dispatcher).await;
+    let runs = statuses(&pool).await;
+    assert_eq!(runs[&key(1)], "FAILED");
+    let reason = |n| {
+        let pool = pool.clone();
+        async move { field(&pool, &key(n), "reason").await }
+    };
+    assert_eq!(reason(1).await.as_deref(), Some("launch deadline passed"));
+    assert_eq!(runs[&key(2)], "FAILED");
+    assert!(reason(2)
+        .await
+        .expect("reason")
+        .contains("version 9 not found"));
+    assert_eq!(runs[&key(3)], "FAILED");
+    assert!(reason(3).await.expect("reason").contains("permanently"));
+    assert_eq!(runs[&key(4)], "ENQUEUED");
+    assert_eq!(stream_ids(&launcher).await, vec![key(4)]);
+}

@@ -1,0 +1,178 @@
+//! Status intake and the run launcher on real PostgreSQL and nats-server: out-of-order and
+//! repeated callbacks never move a run backwards, a second executor is refused, the NATS
+//! status subject feeds the same state machine, and `start_run` is idempotent by key.
+
+mod dispatcher_support;
+
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use dispatcher_support::{config, field, key, nats, run, schedule, stream_ids, until, workflow};
+use kairos_launcher::status::{
+    publish_status, read_stream, ReportedStatus, StatusConsumer, StatusEvent, STATUS_STREAM,
+};
+use kairos_store::status::{apply, Applied, Reported, StatusReport};
+use kairos_store::PgPool;
+use kairos_worker::dispatcher::intake::consume_status;
+use kairos_worker::dispatcher::{Dispatcher, Error, StartRequest};
+
+fn report(status: Reported, executor: &str) -> StatusReport {
+    StatusReport {
+        status,
+        run_id: Some("r-1".into()),
+        executor_id: Some(executor.into()),
+        error: (status == Reported::Failed).then(|| "boom".to_string()),
+    }
+}
+
+async fn status_of(pool: &PgPool, n: u64) -> String {
+    field(pool, &key(n), "status").await.expect("status")
+}
+
+/// One ENQUEUED run `key(1)` of an `allow` schedule.
+async fn enqueued_run(
+    pool: &PgPool,
+) -> (kairos_testkit::NatsServer, kairos_launcher::NatsLauncher) {
+    let (server, launcher) = nats().await;
+    workflow(pool).await;
+    schedule(pool, "s", "allow", None).await;
+    run(pool, &key(1), "s", -1.0).await;
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    dispatcher.round().await.expect("round");
+    (server, launcher)
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn callbacks_out_of_order_and_repeated_never_regress(pool: PgPool) {
+    let _nats = enqueued_run(&pool).await;
+    let mut conn = pool.acquire().await.expect("conn");
+    let k = key(1);
+    let success = apply(&mut conn, &k, &report(Reported::Success, "e1"), None).await;
+    assert!(matches!(success, Ok(Applied::Moved(ref run)) if run.status == "SUCCESS"));
+    for late in [Reported::Started, Reported::Success, Reported::Failed] {
+        let again = apply(&mut conn, &k, &report(late, "e1"), None).await;
+        assert!(
+            matches!(again, Ok(Applied::Unchanged(ref run)) if run.status == "SUCCESS"),
+            "{late:?} after SUCCESS: {again:?}"
+        );
+    }
+    let unknown = apply(&mut conn, &key(99), &report(Reported::Started, "e1"), None).await;
+    assert!(matches!(unknown, Ok(Applied::NotFound)));
+    assert!(
+        field(&pool, &k, "started_at").await.is_none(),
+        "straight to SUCCESS"
+    );
+    assert!(field(&pool, &k, "finished_at").await.is_some());
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn the_first_started_executor_owns_the_run(pool: PgPool) {
+    let _nats = enqueued_run(&pool).await;
+    let mut conn = pool.acquire().await.expect("conn");
+    let k = key(1);
+    let first = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
+    assert!(matches!(first, Ok(Applied::Moved(ref run)) if run.status == "STARTED"));
+    let again = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
+    assert!(matches!(again, Ok(Applied::Unchanged(_))));
+    let other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None).await;
+    assert!(matches!(other, Ok(Applied::Conflict { ref owner, .. }) if owner == "e1"));
+    let other_end = apply(&mut conn, &k, &report(Reported::Success, "e2"), None).await;
+    assert!(matches!(other_end, Ok(Applied::Conflict { .. })));
+    let failed = apply(&mut conn, &k, &report(Reported::Failed, "e1"), None).await;
+    assert!(matches!(failed, Ok(Applied::Moved(ref run)) if run.status == "FAILED"));
+    assert_eq!(
+        field(&pool, &k, "last_error").await.as_deref(),
+        Some("boom")
+    );
+    let late_other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None).await;
+    assert!(
+        matches!(late_other, Ok(Applied::Conflict { .. })),
+        "never run twice"
+    );
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn the_nats_status_subject_feeds_the_same_state_machine(pool: PgPool) {
+    let (_server, launcher) = enqueued_run(&pool).await;
+    let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
+        .await
+        .expect("status consumer");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let intake = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            let shutdown = async { stopped.await.unwrap_or(()) };
+            consume_status(pool, &consumer, shutdown).await
+        }
+    });
+    let event = |status, executor: &str| StatusEvent {
+        idempotency_key: key(1),
+        status,
+        run_id: None,
+        executor_id: Some(executor.into()),
+        error: None,
+    };
+    // Out of order (SUCCESS first), repeated, and from a second executor.
+    for event in [
+        event(ReportedStatus::Success, "e1"),
+        event(ReportedStatus::Started, "e1"),
+        event(ReportedStatus::Started, "e2"),
+        event(ReportedStatus::Success, "e1"),
+    ] {
+        publish_status(&launcher, "kairos", &event)
+            .await
+            .expect("publish status");
+    }
+    until(Duration::from_secs(10), "status stream drained", || async {
+        read_stream(&launcher, STATUS_STREAM)
+            .await
+            .expect("read")
+            .is_empty()
+    })
+    .await;
+    assert_eq!(status_of(&pool, 1).await, "SUCCESS");
+    assert_eq!(
+        field(&pool, &key(1), "executor_id").await.as_deref(),
+        Some("e1")
+    );
+    stop.send(()).expect("intake alive");
+    intake.await.expect("join").expect("intake ends cleanly");
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn start_run_is_idempotent_by_key(pool: PgPool) {
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    let request = StartRequest {
+        idempotency_key: "order-42".into(),
+        workflow_id: "wf".into(),
+        version: 1,
+        user_id: "u".into(),
+        scheduled_for: Utc.with_ymd_and_hms(2026, 3, 9, 7, 0, 0).unwrap(),
+    };
+    let first = dispatcher.start_run(&request).await.expect("start");
+    assert!(first.started);
+    assert_eq!(first.status, "ENQUEUED");
+    let second = dispatcher.start_run(&request).await.expect("start again");
+    assert!(!second.started);
+    assert_eq!(stream_ids(&launcher).await, vec!["order-42".to_string()]);
+
+    let other = StartRequest {
+        user_id: "someone-else".into(),
+        ..request.clone()
+    };
+    assert!(matches!(
+        dispatcher.start_run(&other).await,
+        Err(Error::KeyInUse { .. })
+    ));
+    let missing = StartRequest {
+        idempotency_key: "order-43".into(),
+        version: 7,
+        ..request
+    };
+    assert!(matches!(
+        dispatcher.start_run(&missing).await,
+        Err(Error::WorkflowNotFound { version: 7, .. })
+    ));
+}

@@ -1,0 +1,127 @@
+//! Fixtures shared by the dispatcher tests: rows written with plain SQL relative to the
+//! database clock, a real nats-server with a launcher, and readers for the stream.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kairos_launcher::status::read_stream;
+use kairos_launcher::{NatsConfig, NatsLauncher};
+use kairos_store::PgPool;
+use kairos_testkit::NatsServer;
+use kairos_worker::dispatcher::DispatcherConfig;
+
+/// A 64-hex key for test run `n`.
+pub fn key(n: u64) -> String {
+    format!("{n:064x}")
+}
+
+/// Stores workflow `wf` version 1 with a one-node DAG.
+pub async fn workflow(pool: &PgPool) {
+    sqlx::query("insert into workflows (workflow_id, version, dag) values ('wf', 1, $1)")
+        .bind(serde_json::json!({"nodes": [{"id": "a"}]}))
+        .execute(pool)
+        .await
+        .expect("insert workflow");
+}
+
+/// Stores a schedule of `wf` v1 with the overlap policy and max_run_seconds given.
+pub async fn schedule(pool: &PgPool, id: &str, overlap: &str, max_run_seconds: Option<i32>) {
+    sqlx::query(
+        "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
+         overlap_policy, max_run_seconds) values ($1, 'wf', 1, 'u', '* * * * *', 'UTC', $2, $3)",
+    )
+    .bind(id)
+    .bind(overlap)
+    .bind(max_run_seconds)
+    .execute(pool)
+    .await
+    .expect("insert schedule");
+}
+
+/// A PENDING run of `schedule_id` (workflow `wf` v1) due `offset_s` seconds from the
+/// database's now (negative: overdue).
+pub async fn run(pool: &PgPool, key: &str, schedule_id: &str, offset_s: f64) {
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, workflow_id, \
+         version, user_id) values ($1, $2, date_trunc('second', now() + make_interval(secs => $3)), \
+         now() + make_interval(secs => $3), 'wf', 1, 'u')",
+    )
+    .bind(key)
+    .bind(schedule_id)
+    .bind(offset_s)
+    .execute(pool)
+    .await
+    .expect("insert run");
+}
+
+/// Status of every run by key.
+pub async fn statuses(pool: &PgPool) -> HashMap<String, String> {
+    sqlx::query_as::<_, (String, String)>("select idempotency_key, status from schedule_runs")
+        .fetch_all(pool)
+        .await
+        .expect("statuses")
+        .into_iter()
+        .collect()
+}
+
+/// One column of one run.
+pub async fn field(pool: &PgPool, key: &str, column: &str) -> Option<String> {
+    sqlx::query_scalar(&format!(
+        "select {column}::text from schedule_runs where idempotency_key = $1"
+    ))
+    .bind(key)
+    .fetch_one(pool)
+    .await
+    .expect("read run field")
+}
+
+/// A nats-server and a launcher on it (short ack timeout, so outages fail fast).
+pub async fn nats() -> (NatsServer, NatsLauncher) {
+    let server = NatsServer::start();
+    let launcher = launcher(&server).await;
+    (server, launcher)
+}
+
+/// Another launcher (connection) on `server`.
+pub async fn launcher(server: &NatsServer) -> NatsLauncher {
+    let mut config = NatsConfig::new(server.url());
+    config.ack_timeout = Duration::from_secs(1);
+    NatsLauncher::connect(config)
+        .await
+        .expect("connect launcher")
+}
+
+/// Test dispatcher settings: batch 100, 20 ms tick, 300 s deadline, 3 s launch timeout.
+pub fn config() -> DispatcherConfig {
+    let mut config =
+        DispatcherConfig::new(100, Duration::from_millis(20), Duration::from_secs(300));
+    config.launch_timeout = Duration::from_secs(3);
+    config.sweep_every = Duration::from_millis(20);
+    config
+}
+
+/// The `Nats-Msg-Id` of every launch message, in stream order.
+pub async fn stream_ids(launcher: &NatsLauncher) -> Vec<String> {
+    read_stream(launcher, "KAIROS_LAUNCH")
+        .await
+        .expect("read stream")
+        .into_iter()
+        .map(|m| m.msg_id.expect("every launch message has Nats-Msg-Id"))
+        .collect()
+}
+
+/// Polls `check` until it is true or `limit` passes (then panics with `what`).
+pub async fn until<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
