@@ -160,9 +160,23 @@ impl NatsLauncher {
 
 impl RunLauncher for NatsLauncher {
     async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
-        // Stage everything first so acknowledgements overlap (pipelining).
-        let mut staged = Vec::with_capacity(batch.len());
-        for message in batch {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        // Invariant: at most `max_inflight` acknowledgements are pending when staging, since
+        // a staged publish holds its permit until its acknowledgement future completes;
+        // staging more before awaiting any would wait for a permit forever.
+        for chunk in batch.chunks(self.config.max_inflight.max(1)) {
+            outcomes.extend(self.launch_chunk(chunk).await);
+        }
+        outcomes
+    }
+}
+
+impl NatsLauncher {
+    /// Stages every message of `chunk` first so acknowledgements overlap (pipelining), then
+    /// awaits them all.
+    async fn launch_chunk(&self, chunk: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
+        let mut staged = Vec::with_capacity(chunk.len());
+        for message in chunk {
             staged.push(self.stage(message).await);
         }
         let acks = staged.into_iter().map(|staged| async move {

@@ -142,3 +142,17 @@ async fn nats_outage_fails_retryably_then_the_retry_stores_once() {
     // if the publish buffered during the outage was flushed on reconnect.
     assert_eq!(launcher.stream_messages().await.expect("info"), 2);
 }
+
+#[tokio::test]
+async fn nats_launcher_completes_batches_larger_than_max_inflight() {
+    let server = NatsServer::start();
+    let mut config = NatsConfig::new(server.url());
+    config.max_inflight = 16;
+    let launcher = NatsLauncher::connect(config).await.expect("connect");
+    let batch: Vec<_> = (0..100).map(|i| message(&format!("big-{i}"), 1)).collect();
+    let outcomes = tokio::time::timeout(Duration::from_secs(20), launcher.launch(&batch))
+        .await
+        .expect("a batch past max_inflight must not stall");
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 100);
+    assert_eq!(launcher.stream_messages().await.expect("info"), 100);
+}
