@@ -86,6 +86,7 @@ async fn bad_upserts_are_refused_by_field_and_store_nothing(pool: PgPool) {
         (with("catchup_policy", json!("all")), "catchup_policy"),
         (with("schedule_id", json!("has space")), "schedule_id"),
         (with("schedule_id", json!("x".repeat(201))), "schedule_id"),
+        (with("schedule_id", json!("run-launcher")), "schedule_id"),
         (with("workflow_id", json!("a.b")), "workflow_id"),
         (with("user_id", Value::Null), "user_id"),
         (with("cron_expr", Value::Null), "cron_expr"),

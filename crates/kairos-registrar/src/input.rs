@@ -125,6 +125,14 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
     id("user_id", &input.user_id);
     if let Some(schedule_id) = &input.schedule_id {
         id("schedule_id", schedule_id);
+        if schedule_id == kairos_store::dispatch::API_SCHEDULE_ID {
+            problems.push(Problem::new(
+                "schedule_id",
+                format!(
+                    "{schedule_id:?} is reserved for runs started through POST /run-launcher/start"
+                ),
+            ));
+        }
     }
     let spec = Spec::parse(&input.cron_expr)
         .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
