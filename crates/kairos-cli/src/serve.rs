@@ -1,8 +1,10 @@
 //! `kairos serve [--config FILE] [--roles api,...] [--no-migrate]`: runs the roles of one
 //! instance: the `api` role (registrar, workflow store, health, executor routes), and the
 //! `planner`, `dispatcher` and `status` roles (`kairos_worker`; NATS wiring in
-//! `dispatch.rs`). Roles not built yet are reported as not available rather than pretended. Every role runs as a task until SIGINT/SIGTERM, then
-//! each finishes what it is doing (the api its requests, the planner its batch).
+//! `dispatch.rs`). Every role runs as a task until SIGINT/SIGTERM, then each finishes what
+//! it is doing (the api its requests, the planner and dispatcher their batch) within
+//! `SHUTDOWN_GRACE`; a role still busy then is aborted, which is safe: its claim transaction
+//! rolls back and another instance takes the work over.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,17 +111,34 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     })
 }
 
+/// How long roles get to finish their batch after a shutdown signal.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Waits for SIGINT/SIGTERM or the first role to end, then tells every role to stop and
-/// waits for all of them. The first role error is the answer.
+/// waits for all of them, at most `SHUTDOWN_GRACE`. The first role error is the answer.
 async fn supervise(
     mut roles: JoinSet<anyhow::Result<()>>,
     stop: watch::Sender<bool>,
 ) -> anyhow::Result<()> {
-    let mut first = tokio::select! {
+    let first = tokio::select! {
         () = shutdown() => None,
         ended = roles.join_next() => ended,
     };
     let _ = stop.send(true);
+    match tokio::time::timeout(SHUTDOWN_GRACE, drain(&mut roles, first)).await {
+        Ok(result) => result,
+        Err(_) => {
+            roles.abort_all();
+            anyhow::bail!("roles did not stop within {SHUTDOWN_GRACE:?}; aborted them")
+        }
+    }
+}
+
+/// Waits for every role; the first error (starting with `first`, if a role already ended).
+async fn drain(
+    roles: &mut JoinSet<anyhow::Result<()>>,
+    mut first: Option<Result<anyhow::Result<()>, tokio::task::JoinError>>,
+) -> anyhow::Result<()> {
     let mut result = Ok(());
     while let Some(ended) = match first.take() {
         Some(ended) => Some(ended),
