@@ -41,6 +41,7 @@ async fn main() {
         auth: Arc::new(auth),
         max_body_bytes: 64 << 20,
         dispatcher: None,
+        metrics: None,
     };
     let router = app(state);
     upserts(&router).await;

@@ -3,11 +3,12 @@
 //!
 //! [`app`] builds the router from [`routes`], the single list of (method, path, role) that
 //! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);
-//! health routes are open.
+//! health routes and `GET /metrics` are open (the metrics carry no ids, only counts).
 
 mod body;
 mod error;
 mod health;
+mod metrics;
 mod runs;
 mod schedules;
 mod status;
@@ -41,6 +42,9 @@ pub struct AppState {
     /// Publishes runs started through `POST /run-launcher/start` and answers for NATS in
     /// `/readyz`; `None` when this instance has no NATS (that route then answers 503).
     pub dispatcher: Option<Arc<Dispatcher<NatsLauncher>>>,
+    /// Renders `GET /metrics` (a handle to the recorder this process installed, see
+    /// `kairos_worker::metrics::recorder`); `None`: that route answers 503.
+    pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
 /// One route: the router is built from these and the OpenAPI test reads them.
@@ -154,6 +158,7 @@ pub fn routes() -> Vec<Route> {
         ),
         route(Method::GET, "/healthz", None, get(health::healthz)),
         route(Method::GET, "/readyz", None, get(health::readyz)),
+        route(Method::GET, "/metrics", None, get(metrics::render)),
     ]
 }
 

@@ -59,13 +59,15 @@ pub(crate) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /schedules/{id}`: the schedule and its next five fire times.
+/// `GET /schedules/{id}`: the schedule, its next five fire times and its statistics.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleBody>, ApiError> {
     let view = state.registrar.get(&id).await?;
-    Ok(Json(ScheduleBody::of(view.schedule, Some(view.preview))))
+    Ok(Json(
+        ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats),
+    ))
 }
 
 /// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.

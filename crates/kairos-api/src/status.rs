@@ -9,6 +9,7 @@ use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
 use kairos_store::status::{Applied, Reported, StatusReport};
 use kairos_worker::dispatcher::{Error as DispatchError, StartRequest};
+use kairos_worker::metrics::{record_status, StatusOutcome};
 use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
@@ -78,6 +79,7 @@ pub(crate) async fn report(
     let applied = kairos_store::status::apply(&mut conn, &key, &report, None)
         .await
         .map_err(RegistrarError::from)?;
+    record_status(report.status.as_str(), outcome_of(&applied));
     match applied {
         Applied::Moved(run) | Applied::Unchanged(run) => Ok(Json(RunBody::of(run))),
         Applied::Conflict { owner, .. } => Err(ApiError::Registrar(RegistrarError::Conflict {
@@ -86,6 +88,16 @@ pub(crate) async fn report(
         Applied::NotFound => Err(ApiError::Registrar(RegistrarError::NotFound {
             what: format!("run {key:?}"),
         })),
+    }
+}
+
+/// The metric outcome of an applied report.
+fn outcome_of(applied: &Applied) -> StatusOutcome {
+    match applied {
+        Applied::Moved(_) => StatusOutcome::Applied,
+        Applied::Unchanged(_) => StatusOutcome::Unchanged,
+        Applied::Conflict { .. } => StatusOutcome::Conflict,
+        Applied::NotFound => StatusOutcome::UnknownRun,
     }
 }
 

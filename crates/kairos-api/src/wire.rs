@@ -2,7 +2,7 @@
 //! that turn JSON into registrar inputs. Timestamps are RFC 3339 UTC with `Z`.
 
 use chrono::{DateTime, Utc};
-use kairos_registrar::{rfc3339, Run, Schedule, ScheduleInput};
+use kairos_registrar::{rfc3339, Run, RunRef, Schedule, ScheduleInput, ScheduleStats};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -54,6 +54,8 @@ pub(crate) struct ScheduleBody {
     pub updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsBody>,
 }
 
 impl ScheduleBody {
@@ -78,6 +80,58 @@ impl ScheduleBody {
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
             preview: preview.map(|ticks| ticks.into_iter().map(rfc3339).collect()),
+            stats: None,
+        }
+    }
+
+    /// The schedule with its statistics (`GET /schedules/{id}` only).
+    pub(crate) fn with_stats(mut self, stats: &ScheduleStats) -> ScheduleBody {
+        self.stats = Some(StatsBody::of(stats));
+        self
+    }
+}
+
+/// A schedule's statistics in `GET /schedules/{id}` (issue 5).
+#[derive(Debug, Serialize)]
+pub(crate) struct StatsBody {
+    /// Tick of the newest launched run.
+    pub last_fire_at: Option<String>,
+    /// That run's status now.
+    pub last_status: Option<String>,
+    pub missed_ticks: i64,
+    pub skipped_ticks: i64,
+    pub runs_examined: i64,
+    pub last_not_launched: Option<RunRefBody>,
+    pub planner_error: Option<String>,
+    pub why: Option<String>,
+}
+
+/// A run named by the statistics.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunRefBody {
+    pub run_at: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub last_error: Option<String>,
+}
+
+impl StatsBody {
+    fn of(stats: &ScheduleStats) -> StatsBody {
+        let run = |r: &RunRef| RunRefBody {
+            run_at: rfc3339(r.run_at),
+            status: r.status.clone(),
+            reason: r.reason.clone(),
+            last_error: r.last_error.clone(),
+        };
+        StatsBody {
+            last_fire_at: stats.last_fire.as_ref().map(|r| rfc3339(r.run_at)),
+            last_status: stats.last_fire.as_ref().map(|r| r.status.clone()),
+            missed_ticks: stats.missed_ticks,
+            skipped_ticks: stats.skipped_ticks,
+            runs_examined: stats.runs_examined,
+            last_not_launched: stats.last_not_launched.as_ref().map(run),
+            planner_error: stats.planner_error.clone(),
+            why: stats.why(),
         }
     }
 }

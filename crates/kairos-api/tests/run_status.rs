@@ -47,6 +47,7 @@ async fn api(pool: PgPool, nats: &NatsServer) -> axum::Router {
         auth: Arc::new(Authenticator::from_config(&auth).expect("auth")),
         max_body_bytes: common::MAX_BODY,
         dispatcher: Some(Arc::new(Dispatcher::new(pool, launcher, config))),
+        metrics: None,
     })
 }
 

@@ -1,6 +1,9 @@
-//! `kairos schedules list|get|pause|resume|delete`: admin verbs over the HTTP API, so they
-//! obey the same auth and validation as every other caller. Prints the JSON answer; a
-//! refusal prints the problem's detail (and each field error) and exits non-zero.
+//! `kairos schedules list|get|pause|resume|delete` and `kairos runs list`: admin verbs over
+//! the HTTP API, so they obey the same auth and validation as every other caller and show
+//! exactly what the API answers. `schedules get` prints every field of the answer (stats
+//! included) one per line and `runs list` a table (`show.rs`); `--json` prints the answer
+//! as it came, as `schedules list` always does. A refusal prints the problem's detail (and
+//! each field error) and exits non-zero.
 
 use anyhow::{bail, Context};
 use reqwest::{Method, Response, StatusCode};
@@ -15,8 +18,44 @@ pub struct Args {
     /// Bearer token (a reader suffices for list/get; pause, resume and delete need a deployer).
     #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Print the API's JSON answer instead of text.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     verb: Verb,
+}
+
+/// Arguments of `kairos runs`.
+#[derive(Debug, clap::Args)]
+pub struct RunsArgs {
+    /// Base URL of a kairos API.
+    #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// Bearer token (a reader suffices).
+    #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print the API's JSON answer instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    verb: RunsVerb,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum RunsVerb {
+    /// A schedule's runs, newest tick first (also after the schedule was deleted).
+    List {
+        /// The schedule whose runs to list (`GET /schedules/{id}/runs`).
+        #[arg(long)]
+        schedule: String,
+        /// Only runs in this status (PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED,
+        /// TIMED_OUT, SKIPPED, CANCELLED).
+        #[arg(long)]
+        status: Option<String>,
+        /// Most runs to show (1..=1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -39,7 +78,8 @@ enum Verb {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
-    /// Show one schedule with its next five fire times.
+    /// Show one schedule with its next five fire times and its stats (last fire, missed and
+    /// skipped ticks, why the last tick did not launch).
     Get {
         /// The schedule id.
         id: String,
@@ -66,31 +106,68 @@ enum Verb {
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let request = request(&args.verb);
+    let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
+    let text = match (&answer, &args.verb, args.json) {
+        (None, ..) => "ok".to_string(),
+        (Some(body), Verb::Get { .. }, false) => crate::show::fields(body),
+        (Some(body), ..) => serde_json::to_string_pretty(body)?,
+    };
+    println!("{text}");
+    Ok(())
+}
+
+/// Runs one `kairos runs` verb against the API.
+///
+/// # Errors
+/// An unreachable API, or a refusal (the problem's detail).
+pub fn run_runs(args: &RunsArgs) -> anyhow::Result<()> {
+    let RunsVerb::List {
+        schedule,
+        status,
+        limit,
+    } = &args.verb;
+    let mut query = vec![("limit", limit.to_string())];
+    query.extend(status.clone().map(|status| ("status", status)));
+    let path = format!("/schedules/{}/runs", segment(schedule));
+    let request = (Method::GET, path, query, None);
+    let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
+    let body = answer.context("the API answered no runs body")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&body)?);
+    } else {
+        print!("{}", crate::show::runs_table(&body));
+    }
+    Ok(())
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the async runtime")?;
-    runtime.block_on(call(args))
+    runtime.block_on(future)
 }
 
-async fn call(args: &Args) -> anyhow::Result<()> {
+/// Sends one request; `None` for a 204.
+async fn call(url: &str, token: Option<&str>, request: Request) -> anyhow::Result<Option<Value>> {
     let client = reqwest::Client::new();
-    let base = args.url.trim_end_matches('/');
-    let (method, path, query, body) = request(&args.verb);
+    let base = url.trim_end_matches('/');
+    let (method, path, query, body) = request;
     let mut request = client
         .request(method, format!("{base}{path}"))
         .query(&query);
     if let Some(body) = body {
         request = request.json(&body);
     }
-    if let Some(token) = &args.token {
+    if let Some(token) = token {
         request = request.bearer_auth(token);
     }
     let response = request
         .send()
         .await
         .with_context(|| format!("call {base}"))?;
-    print_answer(response).await
+    answer(response).await
 }
 
 type Request = (Method, String, Vec<(&'static str, String)>, Option<Value>);
@@ -153,17 +230,15 @@ fn segment(id: &str) -> String {
         .collect()
 }
 
-async fn print_answer(response: Response) -> anyhow::Result<()> {
+async fn answer(response: Response) -> anyhow::Result<Option<Value>> {
     let status = response.status();
     let text = response.text().await.context("read the answer")?;
     if status == StatusCode::NO_CONTENT {
-        println!("ok");
-        return Ok(());
+        return Ok(None);
     }
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
     if status.is_success() {
-        println!("{}", serde_json::to_string_pretty(&body)?);
-        return Ok(());
+        return Ok(Some(body));
     }
     let mut message = format!(
         "{status}: {}",

@@ -63,8 +63,6 @@ pub struct Config {
     #[serde(default)]
     pub registrar: RegistrarConfig,
     /// `[history]`.
-    // Read by the retention job of the worker roles, which arrive with the worker issue.
-    #[allow(dead_code)]
     pub history: HistoryConfig,
     /// `[log]`.
     pub log: LogConfig,
@@ -157,9 +155,7 @@ pub struct RegistrarConfig {
     pub allowed_timezones: Option<Vec<String>>,
 }
 
-/// `[history]`: retention of finished runs.
-// Read by the retention job of the worker roles, which arrive with the worker issue.
-#[allow(dead_code)]
+/// `[history]`: retention of finished runs (the `retention` role).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryConfig {
@@ -167,6 +163,10 @@ pub struct HistoryConfig {
     pub retention_days: u32,
     /// ...except the newest `keep_last` of each schedule.
     pub keep_last: u32,
+    /// Most rows one retention batch (one short transaction) deletes.
+    pub batch_size: u32,
+    /// Seconds between retention passes.
+    pub interval_s: u64,
 }
 
 /// `[log]`: tracing output.
@@ -345,6 +345,9 @@ impl Config {
         self.validate_http_and_auth()?;
         self.validate_scheduler()?;
         self.validate_registrar()?;
+        positive("history.retention_days", self.history.retention_days.into())?;
+        positive("history.batch_size", self.history.batch_size.into())?;
+        positive("history.interval_s", self.history.interval_s)?;
         if self.log.level.trim().is_empty() {
             return Err(invalid("log.level", "must not be empty"));
         }

@@ -7,6 +7,7 @@ mod dispatch;
 mod migrate;
 mod preview;
 mod serve;
+mod show;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ enum Command {
     Migrate(migrate::Args),
     /// Admin verbs on schedules, over the HTTP API.
     Schedules(admin::Args),
+    /// Admin verbs on runs (`runs list`), over the HTTP API.
+    Runs(admin::RunsArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => exit(serve::run(&args)),
         Command::Migrate(args) => exit(migrate::run(&args)),
         Command::Schedules(args) => exit(admin::run(&args)),
+        Command::Runs(args) => exit(admin::run_runs(&args)),
     }
 }
 

@@ -1,10 +1,16 @@
 //! `kairos serve [--config FILE] [--roles api,...] [--no-migrate]`: runs the roles of one
 //! instance: the `api` role (registrar, workflow store, health, executor routes), and the
 //! `planner`, `dispatcher` and `status` roles (`kairos_worker`; NATS wiring in
-//! `dispatch.rs`). Every role runs as a task until SIGINT/SIGTERM, then each finishes what
-//! it is doing (the api its requests, the planner and dispatcher their batch) within
-//! `SHUTDOWN_GRACE`; a role still busy then is aborted, which is safe: its claim transaction
-//! rolls back and another instance takes the work over.
+//! `dispatch.rs`), and `retention` (deletes old finished runs per `[history]`; on by
+//! default, safe on every instance at once, needs no NATS). Every role runs as a task until
+//! SIGINT/SIGTERM, then each finishes what it is doing (the api its requests, the planner
+//! and dispatcher their batch, retention its batch) within `SHUTDOWN_GRACE`; a role still
+//! busy then is aborted, which is safe: its claim transaction rolls back and another
+//! instance takes the work over.
+//!
+//! Metrics: one Prometheus recorder is installed for the process ([`install_metrics`]);
+//! the roles record into it, `GET /metrics` renders it, and a `metrics` task refreshes the
+//! backlog gauges every [`BACKLOG_EVERY`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,15 +22,17 @@ use kairos_auth::Authenticator;
 use kairos_registrar::{Registrar, Settings};
 use kairos_store::PgPool;
 use kairos_worker::planner::{Planner, PlannerConfig};
+use kairos_worker::retention::{Retention, RetentionConfig};
+use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::{self, Config, LogFormat};
 
 /// Every role an instance can run.
-const ROLES: [&str; 4] = ["api", "planner", "dispatcher", "status"];
+const ROLES: [&str; 5] = ["api", "planner", "dispatcher", "status", "retention"];
 /// The roles this build implements.
-const AVAILABLE: [&str; 4] = ["api", "planner", "dispatcher", "status"];
+const AVAILABLE: [&str; 5] = ["api", "planner", "dispatcher", "status", "retention"];
 
 /// Arguments of `kairos serve`.
 #[derive(Debug, clap::Args)]
@@ -36,7 +44,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "api,planner,dispatcher,status"
+        default_value = "api,planner,dispatcher,status,retention"
     )]
     roles: Vec<String>,
     /// Do not apply migrations at start.
@@ -73,6 +81,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         None
     };
+    let metrics = install_metrics()?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
         let pool = crate::migrate::connect(&config).await?;
@@ -83,6 +92,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         let (stop, stopping) = watch::channel(false);
         let mut roles = JoinSet::new();
+        {
+            let (pool, metrics) = (pool.clone(), metrics.clone());
+            let lookahead = std::time::Duration::from_millis(config.scheduler.lookahead_ms);
+            let stopped = stopped(stopping.clone());
+            roles.spawn(refresh_metrics(pool, metrics, lookahead, stopped));
+        }
+        if runs("retention") {
+            let retention = Retention::new(pool.clone(), retention_config(&config));
+            let stopped = stopped(stopping.clone());
+            roles.spawn(async move { retention.run(stopped).await.context("retention") });
+        }
         if runs("planner") {
             let planner = Planner::new(pool.clone(), planner_config(&config)?);
             let stopped = stopped(stopping.clone());
@@ -105,7 +125,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         if let Some(auth) = auth {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));
-            roles.spawn(async move { serve_api(&config, auth, pool, dispatcher, stopped).await });
+            roles.spawn(async move {
+                serve_api(&config, auth, pool, dispatcher, metrics, stopped).await
+            });
         }
         supervise(roles, stop).await
     })
@@ -129,6 +151,10 @@ async fn supervise(
         Ok(result) => result,
         Err(_) => {
             roles.abort_all();
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "roles still busy after the grace; aborted (their claim transactions roll back)"
+            );
             anyhow::bail!("roles did not stop within {SHUTDOWN_GRACE:?}; aborted them")
         }
     }
@@ -176,11 +202,27 @@ fn planner_config(config: &Config) -> anyhow::Result<PlannerConfig> {
     })
 }
 
+/// Retention's knobs from `[history]`. A pass deletes at most 100 batches (100 k rows at
+/// the default batch size), resting 50 ms between batches so the hot path keeps the database.
+fn retention_config(config: &Config) -> RetentionConfig {
+    let history = &config.history;
+    RetentionConfig {
+        retention: Duration::days(i64::from(history.retention_days)),
+        keep_last: history.keep_last,
+        batch_size: history.batch_size,
+        max_batches: 100,
+        batch_pause: std::time::Duration::from_millis(50),
+        interval: std::time::Duration::from_secs(history.interval_s),
+        pinned_now: None,
+    }
+}
+
 async fn serve_api(
     config: &Config,
     auth: Authenticator,
     pool: PgPool,
     dispatcher: crate::dispatch::SharedDispatcher,
+    metrics: PrometheusHandle,
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let state = AppState {
@@ -188,6 +230,7 @@ async fn serve_api(
         auth: Arc::new(auth),
         max_body_bytes: config.http.max_body_bytes,
         dispatcher: Some(dispatcher),
+        metrics: Some(metrics),
     };
     let listener = tokio::net::TcpListener::bind(config.http.bind)
         .await
@@ -220,10 +263,47 @@ fn init_tracing(config: &Config) -> anyhow::Result<()> {
         .with_context(|| format!("log.level {:?}", config.log.level))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match config.log.format {
-        LogFormat::Json => builder.json().init(),
+        // One object per line; the decision fields (key, schedule_id, reason, ...) are
+        // top-level keys, not buried in the message.
+        LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Pretty => builder.init(),
     }
     Ok(())
+}
+
+/// How often the backlog gauges are read (and histogram samples folded in).
+const BACKLOG_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Installs the process's Prometheus recorder (once; this is the only caller) with its
+/// descriptions and `kairos_build_info`, and returns the handle `GET /metrics` renders.
+fn install_metrics() -> anyhow::Result<PrometheusHandle> {
+    let recorder = kairos_worker::metrics::recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder).context("install the metrics recorder")?;
+    kairos_worker::metrics::describe();
+    kairos_worker::metrics::build_info(env!("CARGO_PKG_VERSION"));
+    Ok(handle)
+}
+
+/// Every `BACKLOG_EVERY` until `stopped`: sets the backlog gauges from one query and runs
+/// the recorder's upkeep. A failed read is logged; the gauges keep their last values.
+async fn refresh_metrics(
+    pool: PgPool,
+    metrics: PrometheusHandle,
+    lookahead: std::time::Duration,
+    stopped: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    tokio::pin!(stopped);
+    loop {
+        if let Err(err) = kairos_worker::metrics::refresh_backlog(&pool, lookahead).await {
+            tracing::warn!(error = %err, "backlog gauges not refreshed");
+        }
+        metrics.run_upkeep();
+        tokio::select! {
+            () = &mut stopped => return Ok(()),
+            () = tokio::time::sleep(BACKLOG_EVERY) => {}
+        }
+    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -1,5 +1,6 @@
 //! `kairos serve` as an operator runs it: every role up against a real PostgreSQL and a real
-//! nats-server, ready on `/readyz`, and a SIGTERM ends it cleanly within the grace bound.
+//! nats-server, ready on `/readyz`, metrics on `/metrics`, and a SIGTERM ends it cleanly
+//! within the grace bound.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -54,6 +55,23 @@ fn serve_runs_every_role_and_stops_cleanly_on_sigterm() {
             "serve exited before it was ready"
         );
         assert!(Instant::now() < deadline, "serve was not ready within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The process's recorder: build info at once, the backlog gauges from the first refresh.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = get(port, "/metrics").unwrap_or_default();
+        let version = env!("CARGO_PKG_VERSION");
+        if answer.contains(&format!("kairos_build_info{{version=\"{version}\"}} 1"))
+            && answer.contains("\nkairos_outbox_pending 0\n")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no metrics within 10 s:\n{answer}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 

@@ -24,6 +24,7 @@ pub use error::{Error, Problem, Result};
 pub use input::{derived_schedule_id, rfc3339, ScheduleInput, Settings};
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
+pub use kairos_store::stats::{RunRef, ScheduleStats};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Spec, Timetable};
 use kairos_store::runs::{self, Run};
 use kairos_store::schedules::{self as store, ListFilter, Schedule};
+use kairos_store::stats::{self, ScheduleStats};
 
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::error::{Error, Problem, Result};
@@ -38,6 +39,9 @@ pub struct ScheduleView {
     pub schedule: Schedule,
     /// The next ticks at or after now (empty once it is exhausted).
     pub preview: Vec<DateTime<Utc>>,
+    /// Last fire, last status, missed and skipped ticks, and why the last tick that did
+    /// not launch did not (over the newest [`stats::DEFAULT_WINDOW`] runs).
+    pub stats: ScheduleStats,
 }
 
 /// One page of [`Registrar::list`].
@@ -150,7 +154,7 @@ impl Registrar {
         Ok(())
     }
 
-    /// A schedule with its next five ticks at or after now.
+    /// A schedule with its next five ticks at or after now and its statistics.
     ///
     /// # Errors
     /// [`Error::NotFound`]; [`Error::Store`].
@@ -171,7 +175,12 @@ impl Registrar {
             }
             None => Vec::new(),
         };
-        Ok(ScheduleView { schedule, preview })
+        let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
+        Ok(ScheduleView {
+            schedule,
+            preview,
+            stats,
+        })
     }
 
     /// A page of schedules matching `filter` (its `limit` must be 1..=1000).

@@ -219,6 +219,11 @@ pub struct Outcome {
 /// Records every outcome of a batch in one statement. `published_at` is the database's
 /// clock when the acknowledgements are in (`pinned` in tests).
 ///
+/// Returns the fire drift of every planner tick (`source = 'schedule'`) this call moved to
+/// `ENQUEUED`: seconds from its planned `run_at` to `published_at` (negative when a negative
+/// jitter let it out early). Manual, backfill and api runs have no planned time to drift
+/// from.
+///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails, including a second exclusive run
 /// in flight for one schedule (which the advisory lock prevents).
@@ -227,9 +232,9 @@ pub async fn record(
     outcomes: &[Outcome],
     now: DateTime<Utc>,
     pinned: Option<DateTime<Utc>>,
-) -> Result<u64> {
+) -> Result<Vec<f64>> {
     if outcomes.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let keys: Vec<&str> = outcomes
         .iter()
@@ -241,8 +246,9 @@ pub async fn record(
     let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.last_error.as_deref()).collect();
     let exclusive: Vec<bool> = outcomes.iter().map(|o| o.exclusive).collect();
     let attempted: Vec<bool> = outcomes.iter().map(|o| o.attempted).collect();
-    let done = sqlx::query(
-        "update schedule_runs r set status = v.status, \
+    // The drift comes back with the update (no second statement on the hot path).
+    let drift = sqlx::query_scalar(
+        "with moved as (update schedule_runs r set status = v.status, \
            stream_seq = coalesce(v.stream_seq, r.stream_seq), \
            published_at = case when v.status = 'ENQUEUED' \
              then coalesce($9, clock_timestamp()) else r.published_at end, \
@@ -256,7 +262,10 @@ pub async fn record(
          from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], \
                      $6::bool[], $7::bool[]) \
            as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted) \
-         where r.idempotency_key = v.idempotency_key and r.status = 'PENDING'",
+         where r.idempotency_key = v.idempotency_key and r.status = 'PENDING' \
+         returning r.status, r.source, r.run_at, r.published_at) \
+         select extract(epoch from published_at - run_at)::float8 from moved \
+         where status = 'ENQUEUED' and source = 'schedule'",
     )
     .bind(keys)
     .bind(statuses)
@@ -267,9 +276,9 @@ pub async fn record(
     .bind(attempted)
     .bind(now)
     .bind(pinned)
-    .execute(&mut *tx)
+    .fetch_all(&mut *tx)
     .await?;
-    Ok(done.rows_affected())
+    Ok(drift)
 }
 
 /// How long until the earliest `PENDING` run is due (zero when one is due now), by the

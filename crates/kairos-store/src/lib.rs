@@ -10,9 +10,12 @@ pub use sqlx::PgPool;
 
 pub mod dispatch;
 pub mod manual;
+pub mod outbox;
 pub mod planning;
+pub mod retention;
 pub mod runs;
 pub mod schedules;
+pub mod stats;
 pub mod status;
 pub mod workflows;
 

@@ -2,6 +2,9 @@
 //!
 //! [`NatsServer`] spawns a real `nats-server` with JetStream on a free port and its own
 //! store directory, so tests run in parallel and can stop and restart their server.
+//! [`prometheus::sample`] reads one series out of a `/metrics` text.
+
+pub mod prometheus;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

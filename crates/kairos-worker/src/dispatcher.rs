@@ -14,6 +14,7 @@
 
 mod decide;
 pub mod intake;
+mod report;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -27,6 +28,7 @@ use sqlx::PgConnection;
 
 use crate::crash::crash_point;
 use decide::{decide, Decision};
+use report::{finished, log_failed_early, log_launched, log_settled};
 
 /// Why a dispatcher call failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +92,7 @@ impl DispatcherConfig {
 }
 
 /// What one round did, by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Round {
     /// Runs claimed.
     pub claimed: usize,
@@ -100,6 +102,10 @@ pub struct Round {
     pub retry: usize,
     /// `FAILED` (permanent error or launch deadline).
     pub failed: usize,
+    /// Of `failed`: the launch deadline had passed.
+    pub failed_late: usize,
+    /// Of `failed`: the workflow version is not stored.
+    pub failed_no_workflow: usize,
     /// `SKIPPED` by overlap.
     pub skipped: usize,
     /// `QUEUED` by overlap.
@@ -107,6 +113,9 @@ pub struct Round {
     /// Left `PENDING` untouched (schedule held by another dispatcher, or behind a run of
     /// this batch that did not go out).
     pub deferred: usize,
+    /// Fire drift of each planner tick enqueued: seconds from `run_at` to `published_at`
+    /// (the database's clock after the PubAcks).
+    pub drift_seconds: Vec<f64>,
 }
 
 /// A `POST /run-launcher/start` request.
@@ -170,10 +179,12 @@ impl<L: RunLauncher> Dispatcher<L> {
             self.sweep_when_due(&mut next_sweep).await;
             let wait = self.round_and_wait().await;
             tokio::select! {
-                () = &mut shutdown => return Ok(()),
+                () = &mut shutdown => break,
                 () = tokio::time::sleep(wait) => (),
             }
         }
+        tracing::info!("dispatcher stopped; its last round committed, no claims held");
+        Ok(())
     }
 
     /// One round, then how long to sleep: nothing when a full batch went out, a tick after
@@ -207,6 +218,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// # Errors
     /// [`Error::Store`] when a statement fails (the round is rolled back).
     pub async fn round(&self) -> Result<Round> {
+        let started = crate::metrics::BatchTimer::start();
         let mut tx = self.pool.begin().await?;
         let now = kairos_store::now(&mut *tx, None).await?;
         let deadline = self.config.launch_deadline.as_secs_f64();
@@ -216,9 +228,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
         let round = self.dispatch(&mut tx, claimed, now).await?;
         tx.commit().await?;
-        if round.claimed > 0 {
-            tracing::debug!(?round, "dispatch round");
-        }
+        finished(&round, started);
         Ok(round)
     }
 
@@ -233,7 +243,11 @@ impl<L: RunLauncher> Dispatcher<L> {
         for key in &timed_out {
             tracing::warn!(key = %key, "run timed out (max_run_seconds)");
         }
+        crate::metrics::record_timed_out(timed_out.len());
         let released = dispatch::release_queued(&self.pool, now).await?;
+        for key in &released {
+            tracing::info!(key = %key, "queued run released (nothing in flight)");
+        }
         Ok((timed_out.len(), released.len()))
     }
 
@@ -270,8 +284,12 @@ impl<L: RunLauncher> Dispatcher<L> {
         for run in claimed {
             let dag = dags.get(&(run.workflow_id.clone(), run.version));
             match (run.late, dag) {
-                (true, _) => outcomes.push(failed(&run, "launch deadline passed")),
+                (true, _) => {
+                    round.failed_late += 1;
+                    outcomes.push(failed(&run, "launch deadline passed"));
+                }
                 (false, None) => {
+                    round.failed_no_workflow += 1;
                     let reason = format!(
                         "workflow {:?} version {} not found",
                         run.workflow_id, run.version
@@ -281,6 +299,7 @@ impl<L: RunLauncher> Dispatcher<L> {
                 (false, Some(_)) => live.push(run),
             }
         }
+        log_failed_early(&outcomes);
         let decisions = self.overlap(tx, &live).await?;
         let to_launch: Vec<(&Claimed, bool)> = live
             .iter()
@@ -299,11 +318,13 @@ impl<L: RunLauncher> Dispatcher<L> {
             .collect();
         for (run, decision) in live.iter().zip(&decisions) {
             if let Some(outcome) = settle(run, decision, &enqueued) {
+                log_settled(run, &outcome);
                 outcomes.push(outcome);
             }
         }
+        log_launched(&to_launch, &launched);
         outcomes.extend(launched);
-        dispatch::record(tx, &outcomes, now, None).await?;
+        round.drift_seconds = dispatch::record(tx, &outcomes, now, None).await?;
         tally(&mut round, &outcomes);
         Ok(round)
     }
@@ -414,6 +435,7 @@ impl<L: RunLauncher> Dispatcher<L> {
 
     /// One round restricted to the `PENDING` run `key`.
     async fn dispatch_key(&self, key: &str) -> Result<Round> {
+        let started = crate::metrics::BatchTimer::start();
         let mut tx = self.pool.begin().await?;
         let now = kairos_store::now(&mut *tx, None).await?;
         let deadline = self.config.launch_deadline.as_secs_f64();
@@ -422,6 +444,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         };
         let round = self.dispatch(&mut tx, vec![claimed], now).await?;
         tx.commit().await?;
+        finished(&round, started);
         Ok(round)
     }
 }

@@ -82,6 +82,9 @@ pub struct PassReport {
     pub inserted: u64,
     /// Missed ticks counted (not fired).
     pub missed: u64,
+    /// Runs written for ticks older than the misfire grace (catch-up `fire_immediately` or
+    /// `spread`).
+    pub caught_up: u64,
     /// Schedules parked because their stored spec no longer parses.
     pub parked: usize,
 }
@@ -121,7 +124,7 @@ impl Planner {
                 () = next_wakeup(&mut wakeups) => {}
             }
         }
-        tracing::info!("planner stopped");
+        tracing::info!("planner stopped; its last pass committed, no claims held");
         Ok(())
     }
 
@@ -142,6 +145,7 @@ impl Planner {
     /// # Errors
     /// [`Error::Store`]; nothing was written.
     pub async fn pass(&self) -> Result<PassReport> {
+        let started = crate::metrics::BatchTimer::start();
         let mut tx = self.pool.begin().await?;
         let now = kairos_store::now(&mut *tx, self.config.pinned_now).await?;
         let limit = i64::from(self.config.batch_size);
@@ -162,14 +166,21 @@ impl Planner {
             planned: batch.runs.len(),
             inserted,
             missed: batch.missed,
+            caught_up: batch.catchups.iter().map(|c| c.caught_up).sum(),
             parked: batch.parked,
         };
+        // Logged after the commit: a rolled-back pass decided nothing.
+        for catchup in &batch.catchups {
+            catchup.log();
+        }
         tracing::debug!(
             claimed = report.claimed,
             inserted = report.inserted,
             missed = report.missed,
+            caught_up = report.caught_up,
             "planner pass"
         );
+        crate::metrics::record_pass(&report, started.elapsed());
         Ok(report)
     }
 
@@ -220,6 +231,7 @@ impl PassReport {
             planned: 0,
             inserted: 0,
             missed: 0,
+            caught_up: 0,
             parked: 0,
         }
     }
@@ -261,6 +273,33 @@ struct Batch {
     advances: Advances,
     missed: u64,
     parked: usize,
+    catchups: Vec<Catchup>,
+}
+
+/// A schedule that was behind: what the catch-up policy did with its missed ticks.
+#[derive(Debug)]
+struct Catchup {
+    schedule_id: String,
+    policy: CatchupPolicy,
+    /// Ticks older than the grace that were not fired.
+    missed: u64,
+    /// Ticks older than the grace that were planned (fired late).
+    caught_up: u64,
+    /// `missed` is a lower bound.
+    truncated: bool,
+}
+
+impl Catchup {
+    fn log(&self) {
+        tracing::info!(
+            schedule_id = %self.schedule_id,
+            policy = self.policy.as_str(),
+            missed = self.missed,
+            caught_up = self.caught_up,
+            missed_lower_bound = self.truncated,
+            "catch-up applied"
+        );
+    }
 }
 
 /// A stored spec and zone, parsed; or why they no longer parse.
@@ -315,9 +354,20 @@ fn add_plan(
         catchup,
     };
     let plan = plan(input, params);
-    if plan.missed_truncated {
-        tracing::warn!(schedule_id = %schedule.schedule_id, missed = plan.missed,
-            "schedule was far behind; missed ticks counted as a lower bound");
+    let grace_start = params.now - params.misfire_grace;
+    let caught_up = plan
+        .runs
+        .iter()
+        .filter(|run| run.run_at < grace_start)
+        .count() as u64;
+    if plan.missed > 0 || caught_up > 0 {
+        batch.catchups.push(Catchup {
+            schedule_id: schedule.schedule_id.clone(),
+            policy: catchup,
+            missed: plan.missed,
+            caught_up,
+            truncated: plan.missed_truncated,
+        });
     }
     for run in &plan.runs {
         let rows = &mut batch.runs;

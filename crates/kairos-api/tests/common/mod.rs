@@ -56,6 +56,7 @@ pub fn router_with(pool: PgPool, settings: Settings) -> Router {
         auth: Arc::new(auth),
         max_body_bytes: MAX_BODY,
         dispatcher: None,
+        metrics: None,
     })
 }
 

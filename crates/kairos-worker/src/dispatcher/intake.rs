@@ -7,6 +7,8 @@ use kairos_launcher::status::{Disposition, ReportedStatus, StatusConsumer, Statu
 use kairos_store::status::{self, Applied, Reported, StatusReport};
 use kairos_store::PgPool;
 
+use crate::metrics::{record_status, StatusOutcome};
+
 /// The store's report for an event.
 pub fn report_of(event: &StatusEvent) -> StatusReport {
     StatusReport {
@@ -26,17 +28,25 @@ pub fn report_of(event: &StatusEvent) -> StatusReport {
 /// failure asks for redelivery.
 pub async fn take_status(pool: &PgPool, event: StatusEvent) -> Disposition {
     let key = event.idempotency_key.clone();
+    let reported = report_of(&event).status.as_str();
     let applied = async {
         let mut conn = pool.acquire().await?;
         status::apply(&mut conn, &key, &report_of(&event), None).await
     };
     match applied.await {
         Ok(Applied::Moved(run)) => {
+            record_status(reported, StatusOutcome::Applied);
             tracing::debug!(key = %key, status = %run.status, "run status recorded");
             Disposition::Done
         }
-        Ok(Applied::Unchanged(_)) => Disposition::Done,
+        Ok(Applied::Unchanged(run)) => {
+            record_status(reported, StatusOutcome::Unchanged);
+            tracing::debug!(key = %key, status = %run.status, reported,
+                "status report does not move the run forward; ignored");
+            Disposition::Done
+        }
         Ok(Applied::Conflict { owner, .. }) => {
+            record_status(reported, StatusOutcome::Conflict);
             tracing::warn!(
                 key = %key,
                 owner = %owner,
@@ -46,6 +56,7 @@ pub async fn take_status(pool: &PgPool, event: StatusEvent) -> Disposition {
             Disposition::Done
         }
         Ok(Applied::NotFound) => {
+            record_status(reported, StatusOutcome::UnknownRun);
             tracing::warn!(key = %key, "status for an unknown run; ignored");
             Disposition::Done
         }

@@ -1,0 +1,146 @@
+//! `GET /schedules/{id}` stats on a real database: runs are driven into known states with
+//! the statements the dispatcher, the executor callback and the registrar use (dispatch
+//! outcome, `POST /runs/{key}/status`, pause), then the stats must tell that story.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
+use kairos_core::RunKey;
+use kairos_store::dispatch::{self, Outcome};
+use kairos_store::runs::{self, NewRun};
+use serde_json::json;
+use sqlx::PgPool;
+
+const NOW: &str = "2026-03-08T12:00:00Z";
+
+fn outcome(key: &str, status: &'static str, reason: Option<&str>) -> Outcome {
+    Outcome {
+        idempotency_key: key.to_string(),
+        status,
+        stream_seq: (status == "ENQUEUED").then_some(1),
+        reason: reason.map(str::to_string),
+        last_error: None,
+        exclusive: status == "ENQUEUED",
+        attempted: status == "ENQUEUED",
+    }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn get_shows_last_fire_missed_skipped_and_why(pool: PgPool) {
+    let api = router(pool.clone(), NOW);
+    let body = json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+        "cron_expr": "0 * * * *", "timezone": "UTC"});
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    // Nothing ran yet: empty stats, not an error.
+    let (_, _, body) = call(&api, Method::GET, "/schedules/s1", Some(READER), None).await;
+    assert_eq!(
+        body["stats"],
+        json!({"last_fire_at": null, "last_status": null, "missed_ticks": 0,
+               "skipped_ticks": 0, "runs_examined": 0, "last_not_launched": null,
+               "planner_error": null, "why": null})
+    );
+
+    // Ticks 08:00 (launched, then SUCCESS), 09:00 (skipped: overlap), 10:00 (launched,
+    // STARTED), 13:00 (planned; the pause below cancels it).
+    let key = |at: &str| RunKey::tick("s1", ts(at)).as_str().to_string();
+    let ticks = [
+        "2026-03-08T08:00:00Z",
+        "2026-03-08T09:00:00Z",
+        "2026-03-08T10:00:00Z",
+        "2026-03-08T13:00:00Z",
+    ];
+    for at in ticks {
+        let run = NewRun {
+            idempotency_key: key(at),
+            schedule_id: "s1".into(),
+            run_at: ts(at),
+            fire_at: ts(at),
+            status: "PENDING",
+            source: "schedule",
+            workflow_id: "wa".into(),
+            version: 1,
+            user_id: "u1".into(),
+        };
+        runs::insert(&pool, &run, ts(at)).await.expect("insert run");
+    }
+    let mut conn = pool.acquire().await.expect("conn");
+    let first = [outcome(&key(ticks[0]), "ENQUEUED", None)];
+    dispatch::record(&mut conn, &first, ts(ticks[0]), Some(ts(ticks[0])))
+        .await
+        .expect("record");
+    let status_uri = format!("/runs/{}/status", key(ticks[0]));
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        &status_uri,
+        Some(EXECUTOR),
+        Some(json!({"status": "SUCCESS", "executor_id": "ex1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let skip = format!("overlap skip: run {} is in flight", key(ticks[2]));
+    let rest = [
+        outcome(&key(ticks[1]), "SKIPPED", Some(&skip)),
+        outcome(&key(ticks[2]), "ENQUEUED", None),
+    ];
+    dispatch::record(&mut conn, &rest, ts(ticks[2]), Some(ts(ticks[2])))
+        .await
+        .expect("record");
+    drop(conn);
+    sqlx::query("update schedules set missed_ticks = 3 where schedule_id = 's1'")
+        .execute(&pool)
+        .await
+        .expect("planner's counter");
+
+    let (_, _, body) = call(&api, Method::GET, "/schedules/s1", Some(READER), None).await;
+    assert_eq!(
+        body["stats"],
+        json!({"last_fire_at": "2026-03-08T10:00:00Z", "last_status": "ENQUEUED",
+               "missed_ticks": 3, "skipped_ticks": 1, "runs_examined": 4,
+               "last_not_launched": {"run_at": "2026-03-08T09:00:00Z", "status": "SKIPPED",
+                                     "reason": skip, "last_error": null},
+               "planner_error": null, "why": format!("SKIPPED: {skip}")})
+    );
+
+    // Pausing cancels the planned 13:00 tick: that is now the last tick that did not launch.
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        "/schedules/pause",
+        Some(DEPLOYER),
+        Some(json!({"schedule_id": "s1", "paused": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, _, body) = call(&api, Method::GET, "/schedules/s1", Some(READER), None).await;
+    assert_eq!(
+        body["stats"]["last_not_launched"]["run_at"],
+        json!("2026-03-08T13:00:00Z")
+    );
+    assert_eq!(body["stats"]["why"], json!("CANCELLED: paused"));
+
+    // A parked schedule: the planner's error is the why.
+    sqlx::query("update schedules set planner_error = 'cron_expr: no longer parses'")
+        .execute(&pool)
+        .await
+        .expect("park");
+    let (_, _, body) = call(&api, Method::GET, "/schedules/s1", Some(READER), None).await;
+    assert_eq!(
+        body["stats"]["why"],
+        json!("planner_error: cron_expr: no longer parses")
+    );
+
+    // Listing does not compute stats (one statement per schedule would be a page of them).
+    let (_, _, page) = call(&api, Method::GET, "/schedules", Some(READER), None).await;
+    assert!(page["schedules"][0].get("stats").is_none());
+}

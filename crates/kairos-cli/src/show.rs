@@ -1,0 +1,156 @@
+//! Text renderings of API answers for the admin verbs: `schedules get` as one field per line
+//! (nested objects such as `stats` flattened to `stats.why`), `runs list` as a table. Both
+//! show every field the API answered (the table the ones an operator scans; `--json` has the
+//! rest), so the CLI never tells a different story from the API.
+
+use serde_json::Value;
+
+/// Every field of a JSON object, one per line in key order, keys aligned; nested objects are
+/// flattened with dotted keys, arrays joined with ", ", `null` shown as `-`.
+pub fn fields(body: &Value) -> String {
+    let mut lines = Vec::new();
+    flatten("", body, &mut lines);
+    let width = lines.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+    lines
+        .iter()
+        .map(|(key, value)| format!("{key:width$}  {value}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn flatten(prefix: &str, value: &Value, lines: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() || prefix.is_empty() => {
+            for (key, value) in map {
+                let key = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&key, value, lines);
+            }
+        }
+        other => lines.push((prefix.to_string(), scalar(other))),
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_string(),
+        Value::String(text) => text.clone(),
+        Value::Array(items) if items.is_empty() => "-".to_string(),
+        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// The columns of [`runs_table`]: (header, field of a run).
+const RUN_COLUMNS: [(&str, &str); 7] = [
+    ("RUN_AT", "run_at"),
+    ("STATUS", "status"),
+    ("SOURCE", "source"),
+    ("ATTEMPTS", "attempts"),
+    ("PUBLISHED_AT", "published_at"),
+    ("KEY", "idempotency_key"),
+    ("REASON", "reason"),
+];
+
+/// `{runs: [...]}` as a table, newest first as the API answered, one run per line; the
+/// reason (or, failing that, the last error) last because it is the longest. "no runs" when
+/// the list is empty.
+pub fn runs_table(body: &Value) -> String {
+    let runs = body["runs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if runs.is_empty() {
+        return "no runs\n".to_string();
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            RUN_COLUMNS
+                .iter()
+                .map(|(_, field)| match (*field, &run[*field]) {
+                    ("reason", Value::Null) => scalar(&run["last_error"]),
+                    (_, value) => scalar(value),
+                })
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = RUN_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (header, _))| {
+            rows.iter()
+                .map(|row| row[i].len())
+                .chain([header.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let mut text = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        text.truncate(text.trim_end().len());
+        text.push('\n');
+        text
+    };
+    let mut out = line(RUN_COLUMNS.iter().map(|(header, _)| *header).collect());
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fields_flatten_stats_and_show_null_as_a_dash() {
+        let body = json!({
+            "schedule_id": "s1",
+            "paused": false,
+            "preview": ["2026-03-09T11:00:00Z", "2026-03-10T11:00:00Z"],
+            "stats": {
+                "last_fire_at": "2026-03-08T10:00:00Z",
+                "missed_ticks": 3,
+                "last_not_launched": {"run_at": "2026-03-08T09:00:00Z", "status": "SKIPPED"},
+                "why": null
+            }
+        });
+        assert_eq!(
+            fields(&body),
+            "paused                          false\n\
+             preview                         2026-03-09T11:00:00Z, 2026-03-10T11:00:00Z\n\
+             schedule_id                     s1\n\
+             stats.last_fire_at              2026-03-08T10:00:00Z\n\
+             stats.last_not_launched.run_at  2026-03-08T09:00:00Z\n\
+             stats.last_not_launched.status  SKIPPED\n\
+             stats.missed_ticks              3\n\
+             stats.why                       -"
+        );
+    }
+
+    #[test]
+    fn runs_table_aligns_columns_and_falls_back_to_the_last_error() {
+        let body = json!({"runs": [
+            {"run_at": "2026-03-08T10:00:00Z", "status": "SKIPPED", "source": "schedule",
+             "attempts": 0, "published_at": null, "idempotency_key": "ab12",
+             "reason": "overlap skip: run cd34 is in flight", "last_error": null},
+            {"run_at": "2026-03-08T09:00:00Z", "status": "FAILED", "source": "manual",
+             "attempts": 2, "published_at": null, "idempotency_key": "cd34",
+             "reason": null, "last_error": "dag missing"},
+        ]});
+        assert_eq!(
+            runs_table(&body),
+            "RUN_AT                STATUS   SOURCE    ATTEMPTS  PUBLISHED_AT  KEY   REASON\n\
+             2026-03-08T10:00:00Z  SKIPPED  schedule  0         -             ab12  overlap skip: run cd34 is in flight\n\
+             2026-03-08T09:00:00Z  FAILED   manual    2         -             cd34  dag missing\n"
+        );
+        assert_eq!(runs_table(&json!({"runs": []})), "no runs\n");
+    }
+}

@@ -1,0 +1,159 @@
+//! `kairos schedules get` and `kairos runs list` against a real `kairos serve` (api and
+//! retention roles, real PostgreSQL and nats-server): they show what the API answers,
+//! stats included, and a refusal exits non-zero naming the field.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kairos_testkit::NatsServer;
+
+fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+fn kairos(port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kairos"))
+        .args(args)
+        .env("KAIROS_URL", format!("http://127.0.0.1:{port}"))
+        .env_remove("KAIROS_TOKEN")
+        .output()
+        .expect("run kairos")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).expect("utf-8")
+}
+
+/// Kills the server and drops its database however the test ends.
+struct Served {
+    child: Child,
+    base: String,
+    db_name: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new("psql")
+            .args([
+                &self.base,
+                "-qc",
+                &format!("drop database if exists {}", self.db_name),
+            ])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn schedules_get_and_runs_list_show_what_the_api_answers() {
+    let nats = NatsServer::start();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL (set by .cargo/config.toml)");
+    let db_name = format!("kairos_admin_test_{}", std::process::id());
+    let db_url = format!(
+        "{}/{db_name}",
+        base.rsplit_once('/').expect("url with a database").0
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
+        .args(["serve", "--roles", "api,retention"])
+        .env("DATABASE_URL", &db_url)
+        .env("KAIROS_NATS__URL", nats.url())
+        .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kairos serve");
+    let mut served = Served {
+        child,
+        base,
+        db_name,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http(port, "GET", "/readyz", "").is_some_and(|a| a.contains(" 200 ")) {
+        assert!(
+            served.child.try_wait().expect("wait").is_none(),
+            "serve exited before it was ready"
+        );
+        assert!(Instant::now() < deadline, "serve was not ready within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let upsert = r#"{"schedule_id": "s1", "workflow_id": "wf", "version": 1, "user_id": "u",
+        "cron_expr": "0 3 * * *", "timezone": "UTC"}"#;
+    let answer = http(port, "POST", "/schedules/upsert", upsert).expect("upsert");
+    assert!(answer.contains(" 201 "), "{answer}");
+    let answer = http(
+        port,
+        "POST",
+        "/schedules/s1/trigger",
+        r#"{"request_id": "r1"}"#,
+    )
+    .expect("trigger");
+    assert!(answer.contains(" 201 "), "{answer}");
+
+    let get = stdout(&kairos(port, &["schedules", "get", "s1"]));
+    let line = |key: &str| {
+        get.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .map(|l| l[key.len()..].trim().to_string())
+            .unwrap_or_else(|| panic!("no {key} in:\n{get}"))
+    };
+    assert_eq!(line("schedule_id"), "s1");
+    assert_eq!(line("cron_expr"), "0 3 * * *");
+    assert_eq!(line("stats.runs_examined"), "1");
+    assert_eq!(line("stats.missed_ticks"), "0");
+    assert_eq!(line("stats.last_fire_at"), "-");
+    assert_eq!(line("stats.why"), "-");
+    assert_eq!(line("preview").split(", ").count(), 5);
+    let json = stdout(&kairos(port, &["schedules", "get", "s1", "--json"]));
+    let json: serde_json::Value = serde_json::from_str(&json).expect("--json prints JSON");
+    assert_eq!(json["stats"]["runs_examined"], 1);
+
+    let runs = stdout(&kairos(port, &["runs", "list", "--schedule", "s1"]));
+    let lines: Vec<&str> = runs.lines().collect();
+    assert_eq!(lines.len(), 2, "{runs}");
+    assert!(lines[0].starts_with("RUN_AT"), "{runs}");
+    let cells: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!((cells[1], cells[2], cells[3]), ("PENDING", "manual", "0"));
+    let none = stdout(&kairos(
+        port,
+        &["runs", "list", "--schedule", "s1", "--status", "SUCCESS"],
+    ));
+    assert_eq!(none, "no runs\n");
+    let bad = kairos(
+        port,
+        &["runs", "list", "--schedule", "s1", "--status", "DONE"],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("status"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert!(
+        served.child.try_wait().expect("wait").is_none(),
+        "serve (with the retention role) is still running"
+    );
+}

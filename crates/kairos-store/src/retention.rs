@@ -1,0 +1,70 @@
+//! Retention of run history (issue 5): deleting finished runs that are older than the
+//! retention period and beyond the newest `keep_last` runs of their schedule.
+//!
+//! One call of [`delete_batch`] is one statement, so (outside a caller's transaction) one
+//! short transaction that deletes at most `limit` rows. It never waits for a lock: victims
+//! are locked with `for update skip locked`, so a row a status callback holds is left for a
+//! later batch, and it never touches a run that is not terminal (`PENDING`, `QUEUED`,
+//! `ENQUEUED`, `STARTED`): the status filter is evaluated again on the locked row. Terminal
+//! runs sit in none of the hot partial indexes (`schedule_runs_pending`, `_in_flight`,
+//! `_queued`), so deleting them costs the planner's and dispatcher's claims nothing.
+//!
+//! Runs of deleted schedules are history like any other: they stay until this removes them
+//! by the same rule (there is no foreign key to cascade).
+//!
+//! Cost: candidates are found by a sequential scan that stops after `limit` matches; old rows
+//! sit early in the heap, so a batch with work is cheap, and a pass that finds nothing reads
+//! the table once. At the scale where that matters, `schedule_runs` is partitioned by `run_at`
+//! and retention becomes dropping partitions (DESIGN.md §7); the migrations note how the key
+//! stays unique then.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use crate::Result;
+
+/// Statuses a run never leaves (except `CANCELLED`, which a resume may bring back for a tick
+/// that is still in the future; such a tick is never older than the retention period).
+pub const TERMINAL: [&str; 5] = ["SUCCESS", "FAILED", "TIMED_OUT", "SKIPPED", "CANCELLED"];
+
+/// Which runs one batch may delete. No `Default`: every caller states the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionRule {
+    /// Runs whose tick (`run_at`) and last change (`updated_at`) are both before this are old.
+    pub older_than: DateTime<Utc>,
+    /// The newest `keep_last` runs of each schedule (by `run_at`, any status) are kept
+    /// however old they are; 0 keeps none.
+    pub keep_last: u32,
+    /// Most rows one batch deletes.
+    pub limit: u32,
+}
+
+/// Deletes at most `rule.limit` old terminal runs in one statement. Returns how many it
+/// deleted; fewer than the limit means nothing more was deletable (or locked) just now.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Result<u64> {
+    // The keep_last boundary of a candidate's schedule is the run_at of its keep_last-th
+    // newest run, read from `schedule_runs_schedule` (at most keep_last index entries). A
+    // schedule with fewer runs has no boundary (NULL), so nothing of it is deleted. Ties on
+    // run_at with the boundary are kept (strict <), which can only keep more.
+    let done = sqlx::query(
+        "delete from schedule_runs d where d.idempotency_key in ( \
+           select r.idempotency_key from schedule_runs r \
+           where r.status = any($4) and r.run_at < $1 and r.updated_at < $1 \
+             and ($2 = 0 or r.run_at < ( \
+               select k.run_at from schedule_runs k where k.schedule_id = r.schedule_id \
+               order by k.run_at desc offset greatest($2 - 1, 0) limit 1)) \
+           limit $3 \
+           for update of r skip locked \
+         ) and d.status = any($4)",
+    )
+    .bind(rule.older_than)
+    .bind(i64::from(rule.keep_last))
+    .bind(i64::from(rule.limit))
+    .bind(&TERMINAL[..])
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,161 @@
+//! Per-schedule statistics for `GET /schedules/{id}` (issue 5): the last fire and its status,
+//! the missed-tick counter the planner keeps on `schedules`, skipped ticks among the newest
+//! runs, and why the last tick that did not launch did not.
+//!
+//! One statement, cheap whatever the history: it reads the schedule's row by primary key and
+//! at most `window` of its newest runs through `schedule_runs_schedule`
+//! (`(schedule_id, run_at desc)`, an index range scan that stops after `window` entries). Every
+//! run-derived answer is therefore about that window: a schedule whose newest `window` runs
+//! were all skipped reports no last fire, and says so through [`ScheduleStats::runs_examined`].
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use crate::Result;
+
+/// How many of a schedule's newest runs the statistics look at by default.
+pub const DEFAULT_WINDOW: i64 = 1000;
+
+/// A run that reached the stream, or a run that did not, as the statistics name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRef {
+    /// The planned tick.
+    pub run_at: DateTime<Utc>,
+    /// Its status now.
+    pub status: String,
+    /// Why it was skipped, cancelled or failed (for a launched run: `None` unless it failed).
+    pub reason: Option<String>,
+    /// The last launch or run error.
+    pub last_error: Option<String>,
+}
+
+/// What [`for_schedule`] answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleStats {
+    /// The newest launched run (published to the stream, or reported on by an executor):
+    /// its tick is the "last fire", its status the "last status".
+    pub last_fire: Option<RunRef>,
+    /// The newest tick that did not launch: `SKIPPED`, `CANCELLED`, or `FAILED` without
+    /// ever being published (permanent launch error, launch deadline).
+    pub last_not_launched: Option<RunRef>,
+    /// Ticks the planner counted as missed and did not fire (`schedules.missed_ticks`, all
+    /// time; 0 once the schedule is deleted).
+    pub missed_ticks: i64,
+    /// `SKIPPED` runs among the runs examined.
+    pub skipped_ticks: i64,
+    /// How many runs the run-derived fields looked at: the newest, at most the window.
+    pub runs_examined: i64,
+    /// Why the planner parked the schedule (its stored spec no longer parses), if it did.
+    pub planner_error: Option<String>,
+}
+
+impl ScheduleStats {
+    /// The "why" of the last tick that did not launch: the planner's error while the
+    /// schedule is parked (nothing launches then), else the reason written on the newest
+    /// run that did not launch (its last error when no reason was written).
+    pub fn why(&self) -> Option<String> {
+        if let Some(error) = &self.planner_error {
+            return Some(format!("planner_error: {error}"));
+        }
+        let run = self.last_not_launched.as_ref()?;
+        let detail = run.reason.as_deref().or(run.last_error.as_deref());
+        Some(match detail {
+            Some(detail) => format!("{}: {detail}", run.status),
+            None => run.status.clone(),
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    missed_ticks: i64,
+    planner_error: Option<String>,
+    runs_examined: i64,
+    skipped_ticks: i64,
+    fire_run_at: Option<DateTime<Utc>>,
+    fire_status: Option<String>,
+    fire_reason: Option<String>,
+    fire_error: Option<String>,
+    miss_run_at: Option<DateTime<Utc>>,
+    miss_status: Option<String>,
+    miss_reason: Option<String>,
+    miss_error: Option<String>,
+}
+
+/// A run counts as launched once it was published (`published_at`), is or was in flight,
+/// or an executor reported on it (the dispatcher may have died between the PubAck and
+/// recording it: the run is `STARTED` or finished with no `published_at`).
+const LAUNCHED: &str = "(published_at is not null or started_at is not null \
+    or executor_id is not null or status in ('ENQUEUED', 'STARTED', 'SUCCESS', 'TIMED_OUT'))";
+
+/// The statistics of `schedule_id` over its newest `window` runs. A deleted schedule still
+/// has run statistics (history outlives it) with `missed_ticks` 0.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn for_schedule(
+    db: impl PgExecutor<'_>,
+    schedule_id: &str,
+    window: i64,
+) -> Result<ScheduleStats> {
+    // `recent` is materialized once: the index range scan stops after `window` entries, and
+    // the three answers below are computed from those rows only.
+    let sql = format!(
+        "with recent as materialized ( \
+           select run_at, status, reason, last_error, updated_at, {LAUNCHED} as launched \
+           from schedule_runs where schedule_id = $1 \
+           order by run_at desc limit $2 \
+         ), fire as ( \
+           select run_at, status, reason, last_error from recent where launched \
+           order by run_at desc, updated_at desc limit 1 \
+         ), miss as ( \
+           select run_at, status, reason, last_error from recent \
+           where not launched and status in ('SKIPPED', 'CANCELLED', 'FAILED') \
+           order by run_at desc, updated_at desc limit 1 \
+         ) \
+         select coalesce(s.missed_ticks, 0) as missed_ticks, s.planner_error, \
+           (select count(*) from recent) as runs_examined, \
+           (select count(*) from recent where status = 'SKIPPED') as skipped_ticks, \
+           fire.run_at as fire_run_at, fire.status as fire_status, \
+           fire.reason as fire_reason, fire.last_error as fire_error, \
+           miss.run_at as miss_run_at, miss.status as miss_status, \
+           miss.reason as miss_reason, miss.last_error as miss_error \
+         from (select $1::text as schedule_id) k \
+         left join schedules s on s.schedule_id = k.schedule_id \
+         left join fire on true left join miss on true"
+    );
+    let row: Row = sqlx::query_as(&sql)
+        .bind(schedule_id)
+        .bind(window)
+        .fetch_one(db)
+        .await?;
+    let run = |run_at: Option<DateTime<Utc>>,
+               status: Option<String>,
+               reason: Option<String>,
+               last_error: Option<String>| {
+        Some(RunRef {
+            run_at: run_at?,
+            status: status?,
+            reason,
+            last_error,
+        })
+    };
+    Ok(ScheduleStats {
+        last_fire: run(
+            row.fire_run_at,
+            row.fire_status,
+            row.fire_reason,
+            row.fire_error,
+        ),
+        last_not_launched: run(
+            row.miss_run_at,
+            row.miss_status,
+            row.miss_reason,
+            row.miss_error,
+        ),
+        missed_ticks: row.missed_ticks,
+        skipped_ticks: row.skipped_ticks,
+        runs_examined: row.runs_examined,
+        planner_error: row.planner_error,
+    })
+}

@@ -1,0 +1,301 @@
+//! The metrics of kairos (issue 5): names, units, buckets, and the recording of what the
+//! worker roles report. Recorded through the `metrics` facade from the report of each
+//! planner pass, dispatcher round, sweep and status event, after its transaction; never
+//! inside a claim. Which recorder receives them is the binary's choice (`kairos serve`
+//! installs the one [`recorder`] builds, tests set one locally); with none installed every
+//! call is a no-op.
+//!
+//! Labels take values from small fixed sets (reasons, statuses, outcomes): never a schedule
+//! id, key or error text, so the number of series stays bounded.
+
+use std::time::Duration;
+
+use kairos_store::outbox::Backlog;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
+
+use crate::dispatcher::Round;
+use crate::planner::PassReport;
+
+/// Histogram: seconds from a planner tick's `run_at` to the PubAck of its launch message
+/// (`published_at - run_at`), observed once per tick moved to `ENQUEUED`.
+pub const FIRE_DRIFT: &str = "kairos_fire_drift_seconds";
+/// Gauge: unpaused schedules whose `next_run_at` is within the planner's lookahead.
+pub const SCHEDULES_DUE: &str = "kairos_schedules_due";
+/// Counter: run rows the planner wrote (ticks planned; a tick already present is not
+/// counted).
+pub const RUNS_PLANNED: &str = "kairos_runs_planned_total";
+/// Counter: runs published and acknowledged by JetStream (`ENQUEUED`).
+pub const RUNS_EMITTED: &str = "kairos_runs_emitted_total";
+/// Counter: ticks that did not fire, by `reason` ([`SkipReason`]).
+pub const RUNS_SKIPPED: &str = "kairos_runs_skipped_total";
+/// Counter: runs set `QUEUED` behind an in-flight run (overlap `queue`).
+pub const RUNS_QUEUED: &str = "kairos_runs_queued_total";
+/// Counter: launch attempts that did not enqueue a run, by `reason` ([`LaunchFailure`]).
+pub const RUNS_FAILED_LAUNCH: &str = "kairos_runs_failed_launch_total";
+/// Counter: in-flight runs the sweep turned `TIMED_OUT` (`max_run_seconds`).
+pub const RUNS_TIMED_OUT: &str = "kairos_runs_timed_out_total";
+/// Counter: executor status reports (HTTP and NATS), by `status` and `outcome`
+/// ([`StatusOutcome`]).
+pub const STATUS_EVENTS: &str = "kairos_status_events_total";
+/// Gauge: `PENDING` runs whose `fire_at` has come (due, not yet published).
+pub const OUTBOX_PENDING: &str = "kairos_outbox_pending";
+/// Gauge: seconds since the `fire_at` of the oldest due `PENDING` run (0 when none).
+pub const OUTBOX_OLDEST: &str = "kairos_outbox_oldest_seconds";
+/// Histogram: seconds per planner pass that claimed at least one schedule.
+pub const PLANNER_PASS_DURATION: &str = "kairos_planner_pass_duration_seconds";
+/// Histogram: seconds per dispatcher round that claimed at least one run.
+pub const DISPATCHER_ROUND_DURATION: &str = "kairos_dispatcher_round_duration_seconds";
+/// Gauge, always 1: the running build, by `version`.
+pub const BUILD_INFO: &str = "kairos_build_info";
+
+/// Bucket bounds of [`FIRE_DRIFT`] (seconds): 1 ms to 60 s, 1-2-5 steps.
+pub const DRIFT_BUCKETS: &[f64] = &[
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0,
+];
+
+/// Bucket bounds of the batch duration histograms (seconds): 1 ms to 30 s.
+pub const BATCH_BUCKETS: &[f64] = &[
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+];
+
+/// Why a tick did not fire (`reason` of [`RUNS_SKIPPED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Overlap `skip`: a run of the schedule was in flight (run `SKIPPED`).
+    Overlap,
+    /// Older than the misfire grace and not caught up (catch-up `none`, or beyond
+    /// `max_catchup`); counted, no run row.
+    Missed,
+}
+
+impl SkipReason {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Overlap => "overlap",
+            SkipReason::Missed => "missed",
+        }
+    }
+}
+
+/// Why a launch did not enqueue a run (`reason` of [`RUNS_FAILED_LAUNCH`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchFailure {
+    /// Unpublished longer than the launch deadline after `fire_at` (run `FAILED`).
+    Deadline,
+    /// Its workflow version is not stored (run `FAILED`).
+    WorkflowMissing,
+    /// The stream refused it for good, e.g. too large (run `FAILED`).
+    Permanent,
+    /// NATS unreachable or no PubAck in time; the run stays `PENDING` and is retried.
+    Retryable,
+}
+
+impl LaunchFailure {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchFailure::Deadline => "deadline",
+            LaunchFailure::WorkflowMissing => "workflow_missing",
+            LaunchFailure::Permanent => "permanent",
+            LaunchFailure::Retryable => "retryable",
+        }
+    }
+}
+
+/// What a status report did (`outcome` of [`STATUS_EVENTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOutcome {
+    /// The run moved forward.
+    Applied,
+    /// A repeated or out-of-order report; the run stayed as it was.
+    Unchanged,
+    /// Another executor owns the run.
+    Conflict,
+    /// No run has that key.
+    UnknownRun,
+}
+
+impl StatusOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusOutcome::Applied => "applied",
+            StatusOutcome::Unchanged => "unchanged",
+            StatusOutcome::Conflict => "conflict",
+            StatusOutcome::UnknownRun => "unknown_run",
+        }
+    }
+}
+
+/// A Prometheus recorder with these buckets (drift 1 ms to 60 s, batch durations 1 ms to
+/// 30 s) and no listener of its own: `GET /metrics` renders its handle. The caller installs
+/// it (`kairos serve`: globally, once) or sets it locally (tests). Histogram samples are
+/// folded in at each render; a process that is never scraped should call `run_upkeep` on
+/// the handle now and then.
+pub fn recorder() -> PrometheusRecorder {
+    let histograms = [
+        (FIRE_DRIFT, DRIFT_BUCKETS),
+        (PLANNER_PASS_DURATION, BATCH_BUCKETS),
+        (DISPATCHER_ROUND_DURATION, BATCH_BUCKETS),
+    ];
+    histograms
+        .into_iter()
+        .fold(PrometheusBuilder::new(), |builder, (name, buckets)| {
+            builder
+                .set_buckets_for_metric(Matcher::Full(name.to_string()), buckets)
+                .expect("bucket lists are constant and non-empty")
+        })
+        .build_recorder()
+}
+
+/// Registers help text and units with the current recorder (call once after installing it).
+pub fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_histogram!(
+        FIRE_DRIFT,
+        Unit::Seconds,
+        "PubAck time minus planned run_at, per planner tick enqueued"
+    );
+    describe_gauge!(
+        SCHEDULES_DUE,
+        "Unpaused schedules whose next_run_at is within the planner lookahead"
+    );
+    describe_counter!(RUNS_PLANNED, "Run rows written by the planner");
+    describe_counter!(RUNS_EMITTED, "Runs published and acknowledged (ENQUEUED)");
+    describe_counter!(RUNS_SKIPPED, "Ticks that did not fire, by reason");
+    describe_counter!(RUNS_QUEUED, "Runs queued behind an in-flight run");
+    describe_counter!(
+        RUNS_FAILED_LAUNCH,
+        "Launches that did not enqueue, by reason"
+    );
+    describe_counter!(RUNS_TIMED_OUT, "Runs timed out after max_run_seconds");
+    describe_counter!(
+        STATUS_EVENTS,
+        "Executor status reports, by status and outcome"
+    );
+    describe_gauge!(OUTBOX_PENDING, "Due PENDING runs not yet published");
+    describe_gauge!(
+        OUTBOX_OLDEST,
+        Unit::Seconds,
+        "Age of the oldest due PENDING run since its fire_at"
+    );
+    describe_histogram!(
+        PLANNER_PASS_DURATION,
+        Unit::Seconds,
+        "Planner passes that claimed schedules"
+    );
+    describe_histogram!(
+        DISPATCHER_ROUND_DURATION,
+        Unit::Seconds,
+        "Dispatcher rounds that claimed runs"
+    );
+    describe_gauge!(BUILD_INFO, "The running kairos build (always 1)");
+}
+
+/// Sets [`BUILD_INFO`]`{version}` to 1.
+pub fn build_info(version: &'static str) {
+    metrics::gauge!(BUILD_INFO, "version" => version).set(1.0);
+}
+
+/// How long a batch took, for the duration histograms only: this monotonic clock never
+/// decides what is due (invariant 3), so the planner and dispatcher read it through here.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchTimer(std::time::Instant);
+
+impl BatchTimer {
+    /// Starts timing.
+    pub fn start() -> BatchTimer {
+        BatchTimer(std::time::Instant::now())
+    }
+
+    /// Time since [`BatchTimer::start`].
+    pub fn elapsed(self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// Records a committed planner pass that took `elapsed`.
+pub fn record_pass(report: &PassReport, elapsed: Duration) {
+    if report.claimed == 0 {
+        return;
+    }
+    metrics::histogram!(PLANNER_PASS_DURATION).record(elapsed.as_secs_f64());
+    metrics::counter!(RUNS_PLANNED).increment(report.inserted);
+    if report.missed > 0 {
+        skipped(SkipReason::Missed, report.missed);
+    }
+}
+
+/// Records a dispatcher round (committed, or an empty one) that took `elapsed`.
+pub fn record_round(round: &Round, elapsed: Duration) {
+    if round.claimed == 0 {
+        return;
+    }
+    metrics::histogram!(DISPATCHER_ROUND_DURATION).record(elapsed.as_secs_f64());
+    let count = |n: usize| n as u64;
+    if round.enqueued > 0 {
+        metrics::counter!(RUNS_EMITTED).increment(count(round.enqueued));
+    }
+    if round.skipped > 0 {
+        skipped(SkipReason::Overlap, count(round.skipped));
+    }
+    if round.queued > 0 {
+        metrics::counter!(RUNS_QUEUED).increment(count(round.queued));
+    }
+    let permanent = round.failed - round.failed_late - round.failed_no_workflow;
+    for (reason, n) in [
+        (LaunchFailure::Deadline, round.failed_late),
+        (LaunchFailure::WorkflowMissing, round.failed_no_workflow),
+        (LaunchFailure::Permanent, permanent),
+        (LaunchFailure::Retryable, round.retry),
+    ] {
+        if n > 0 {
+            metrics::counter!(RUNS_FAILED_LAUNCH, "reason" => reason.as_str()).increment(count(n));
+        }
+    }
+    if !round.drift_seconds.is_empty() {
+        let drift = metrics::histogram!(FIRE_DRIFT);
+        for seconds in &round.drift_seconds {
+            drift.record(*seconds);
+        }
+    }
+}
+
+/// Records the runs a sweep timed out.
+pub fn record_timed_out(timed_out: usize) {
+    if timed_out > 0 {
+        metrics::counter!(RUNS_TIMED_OUT).increment(timed_out as u64);
+    }
+}
+
+/// Records one executor status report (`status`: `STARTED`, `SUCCESS` or `FAILED`).
+pub fn record_status(status: &'static str, outcome: StatusOutcome) {
+    metrics::counter!(STATUS_EVENTS, "status" => status, "outcome" => outcome.as_str())
+        .increment(1);
+}
+
+/// Sets the backlog gauges.
+pub fn record_backlog(backlog: &Backlog) {
+    metrics::gauge!(OUTBOX_PENDING).set(backlog.pending as f64);
+    metrics::gauge!(OUTBOX_OLDEST).set(backlog.oldest_seconds.max(0.0));
+    metrics::gauge!(SCHEDULES_DUE).set(backlog.schedules_due as f64);
+}
+
+fn skipped(reason: SkipReason, n: u64) {
+    metrics::counter!(RUNS_SKIPPED, "reason" => reason.as_str()).increment(n);
+}
+
+/// Reads the backlog (one statement, by the database's clock) and sets its gauges. Called
+/// periodically by `kairos serve`, off the claim path.
+///
+/// # Errors
+/// [`kairos_store::Error`] when the query fails; the gauges keep their last values.
+pub async fn refresh_backlog(
+    pool: &kairos_store::PgPool,
+    lookahead: Duration,
+) -> kairos_store::Result<Backlog> {
+    let backlog = kairos_store::outbox::backlog(pool, lookahead.as_secs_f64(), None).await?;
+    record_backlog(&backlog);
+    Ok(backlog)
+}
