@@ -107,6 +107,7 @@ impl Registrar {
         if stored.paused == paused {
             return Ok(stored);
         }
+        let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
         let timetable = timetable_of(&stored);
         let next_run_at = match (&timetable, paused) {
             (Some(timetable), false) => timetable.first_at_or_after(now),
@@ -123,9 +124,13 @@ impl Registrar {
         .await?
         .ok_or_else(|| concurrent(schedule_id))?;
         let ids = [schedule_id.to_string()];
+        let mut skipped_while_paused = 0;
         if paused {
             runs::cancel_unpublished(&mut *tx, &ids, PAUSED, now).await?;
         } else {
+            if let (Some(since), Some(timetable)) = (paused_since, &timetable) {
+                skipped_while_paused = ticks_between(timetable, since, now);
+            }
             let target = Target {
                 schedule_id: schedule_id.to_string(),
                 timetable,
@@ -134,6 +139,15 @@ impl Registrar {
             apply::reconcile(&mut tx, &[target], now).await?;
         }
         tx.commit().await?;
+        if skipped_while_paused > 0 {
+            metrics::counter!("kairos_runs_skipped_total", "reason" => "paused")
+                .increment(skipped_while_paused);
+            tracing::info!(
+                schedule_id,
+                ticks = skipped_while_paused,
+                "ticks skipped while paused"
+            );
+        }
         Ok(written)
     }
 
@@ -337,4 +351,19 @@ pub(crate) fn concurrent(schedule_id: &str) -> Error {
             "schedule {schedule_id:?} was changed by a concurrent request; read it and retry"
         ),
     }
+}
+
+/// Most ticks counted one by one for a paused span; a longer span reports this many.
+const MAX_PAUSED_TICKS_COUNTED: u64 = 100_000;
+
+/// The ticks in `[from, to)`, counted up to `MAX_PAUSED_TICKS_COUNTED`.
+fn ticks_between(timetable: &Timetable, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
+    let Some(first) = timetable.first_at_or_after(from) else {
+        return 0;
+    };
+    let rest = timetable.ticks_after(first);
+    let within = std::iter::once(first)
+        .chain(rest)
+        .take_while(|tick| *tick < to);
+    within.take(MAX_PAUSED_TICKS_COUNTED as usize).count() as u64
 }

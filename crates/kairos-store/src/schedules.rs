@@ -300,7 +300,8 @@ pub async fn set_paused(
 ) -> Result<Option<Schedule>> {
     let sql = format!(
         "update schedules set paused = $2, next_run_at = $3, revision = revision + 1, \
-         updated_at = $5 where schedule_id = $1 and revision = $4 returning {COLUMNS}"
+         updated_at = $5, paused_at = case when $2 then coalesce(paused_at, $5) end \
+         where schedule_id = $1 and revision = $4 returning {COLUMNS}"
     );
     Ok(sqlx::query_as(&sql)
         .bind(schedule_id)
@@ -310,6 +311,22 @@ pub async fn set_paused(
         .bind(now)
         .fetch_optional(db)
         .await?)
+}
+
+/// When the schedule was paused; `None` while it runs (or when it does not exist).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn paused_at(
+    db: impl PgExecutor<'_>,
+    schedule_id: &str,
+) -> Result<Option<DateTime<Utc>>> {
+    let paused_at: Option<Option<DateTime<Utc>>> =
+        sqlx::query_scalar("select paused_at from schedules where schedule_id = $1")
+            .bind(schedule_id)
+            .fetch_optional(db)
+            .await?;
+    Ok(paused_at.flatten())
 }
 
 /// Deletes schedules by id; returns the ids that existed. Their runs stay (history).
