@@ -193,7 +193,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let round = match self.round().await {
             Ok(round) => round,
             Err(err) => {
-                tracing::error!(error = %chain(&err), "dispatch round failed");
+                tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
                 return self.config.tick;
             }
         };
@@ -207,7 +207,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             Ok(Some(due)) => (due + Duration::from_millis(1)).clamp(MIN_IDLE, self.config.tick),
             Ok(None) => self.config.tick,
             Err(err) => {
-                tracing::warn!(error = %chain(&err), "next fire_at unknown");
+                tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
                 self.config.tick
             }
         }
@@ -257,7 +257,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
         *next_sweep = tokio::time::Instant::now() + self.config.sweep_every;
         if let Err(err) = self.sweep().await {
-            tracing::warn!(error = %chain(&err), "sweep failed");
+            tracing::warn!(error = %crate::error_chain(&err), "sweep failed");
         }
     }
 
@@ -549,16 +549,4 @@ fn tally(round: &mut Round, outcomes: &[Outcome]) {
         }
     }
     round.deferred = round.claimed - outcomes.len();
-}
-
-/// An error with its causes, for logs.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

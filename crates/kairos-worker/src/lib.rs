@@ -8,3 +8,15 @@ pub mod dispatcher;
 pub mod metrics;
 pub mod planner;
 pub mod retention;
+
+/// An error and its causes on one line (`err: cause: cause`), for logs.
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

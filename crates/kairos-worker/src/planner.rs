@@ -217,7 +217,7 @@ impl Planner {
         match Wakeups::listen(&self.pool).await {
             Ok(listening) => *wakeups = Some(listening),
             Err(err) => {
-                tracing::warn!(error = %chain(&err), "planner cannot listen; polling every tick");
+                tracing::warn!(error = %crate::error_chain(&err), "planner cannot listen; polling every tick");
             }
         }
     }
@@ -244,26 +244,14 @@ async fn next_wakeup(wakeups: &mut Option<Wakeups>) {
         return std::future::pending().await;
     };
     if let Err(err) = listening.next().await {
-        tracing::warn!(error = %chain(&err), "planner lost its LISTEN connection");
+        tracing::warn!(error = %crate::error_chain(&err), "planner lost its LISTEN connection");
         *wakeups = None;
     }
 }
 
 fn log_failure(err: &Error, retry_in: StdDuration) -> StdDuration {
-    tracing::error!(error = %chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
+    tracing::error!(error = %crate::error_chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
     retry_in
-}
-
-/// `err: cause: cause`, for logs.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The writes of one pass.

@@ -97,7 +97,7 @@ impl Retention {
                     Ok(report) if report.more => StdDuration::ZERO,
                     Ok(_) => self.config.interval,
                     Err(err) => {
-                        tracing::warn!(error = %error_chain(&err), "retention pass failed");
+                        tracing::warn!(error = %crate::error_chain(&err), "retention pass failed");
                         self.config.interval
                     }
                 },
@@ -153,15 +153,4 @@ impl Retention {
         }
         Ok(report)
     }
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
