@@ -2,26 +2,11 @@
 //! retention roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-use kairos_testkit::NatsServer;
+use std::process::{Command, Output};
 
-fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: localhost\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    Some(answer)
-}
+use support::{http, Served};
 
 fn kairos(port: u16, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kairos"))
@@ -41,64 +26,10 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("utf-8")
 }
 
-/// Kills the server and drops its database however the test ends.
-struct Served {
-    child: Child,
-    base: String,
-    db_name: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = Command::new("psql")
-            .args([
-                &self.base,
-                "-qc",
-                &format!("drop database if exists {}", self.db_name),
-            ])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 #[test]
 fn schedules_get_and_runs_list_show_what_the_api_answers() {
-    let nats = NatsServer::start();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL (set by .cargo/config.toml)");
-    let db_name = format!("kairos_admin_test_{}", std::process::id());
-    let db_url = format!(
-        "{}/{db_name}",
-        base.rsplit_once('/').expect("url with a database").0
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
-        .args(["serve", "--roles", "api,retention"])
-        .env("DATABASE_URL", &db_url)
-        .env("KAIROS_NATS__URL", nats.url())
-        .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kairos serve");
-    let mut served = Served {
-        child,
-        base,
-        db_name,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !http(port, "GET", "/readyz", "").is_some_and(|a| a.contains(" 200 ")) {
-        assert!(
-            served.child.try_wait().expect("wait").is_none(),
-            "serve exited before it was ready"
-        );
-        assert!(Instant::now() < deadline, "serve was not ready within 30 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut served = Served::start("api,retention", "admin");
+    let port = served.port;
 
     let upsert = r#"{"schedule_id": "s1", "workflow_id": "wf", "version": 1, "user_id": "u",
         "cron_expr": "0 3 * * *", "timezone": "UTC"}"#;

@@ -2,52 +2,24 @@
 //! own launcher are run in dependency order and reported STARTED then SUCCESS/FAILED on the
 //! NATS status subject, and acknowledged.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream;
 use kairos_executor_example::{run, Reporter, Settings};
-use kairos_launcher::{LaunchMessage, NatsConfig, NatsLauncher, RunLauncher, Source};
-use kairos_testkit::NatsServer;
 use serde_json::{json, Value};
-
-fn launch(key: &str, dag: Value) -> LaunchMessage {
-    LaunchMessage {
-        idempotency_key: key.to_string(),
-        schedule_id: "nightly".into(),
-        workflow_id: "etl".into(),
-        version: 1,
-        user_id: "u1".into(),
-        scheduled_for: "2026-03-09T07:00:00Z".into(),
-        fire_at: "2026-03-09T07:00:00Z".into(),
-        source: Source::Schedule,
-        attempt: 1,
-        dag,
-    }
-}
+use support::{harness, Harness};
 
 #[tokio::test]
 async fn runs_launches_and_reports_status_on_nats() {
-    let server = NatsServer::start();
-    let launcher = NatsLauncher::connect(NatsConfig::new(server.url()))
-        .await
-        .expect("connect");
-    let client = async_nats::connect(server.url()).await.expect("client");
-    let js = jetstream::new(client);
-    let mut statuses = js
-        .create_stream(stream::Config {
-            name: "STATUS_UNDER_TEST".into(),
-            subjects: vec!["kairos.status.>".into()],
-            ..Default::default()
-        })
-        .await
-        .expect("status stream");
-
     let good = json!({"nodes": [{"id": "load", "depends_on": ["extract"]}, {"id": "extract"}]});
     let bad = json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"], "fail": true}]});
-    let outcomes = launcher
-        .launch(&[launch("good-run", good), launch("bad-run", bad)])
-        .await;
-    assert!(outcomes.iter().all(Result::is_ok));
+    let Harness {
+        server,
+        js,
+        mut statuses,
+    } = harness(&[("good-run", good), ("bad-run", bad)]).await;
 
     let settings = Settings {
         nats_url: server.url(),

@@ -2,50 +2,23 @@
 //! real nats-server: proof that the protocol is language-agnostic. Needs `python3` with
 //! `nats-py` (`scripts/test` installs it); a missing interpreter or package fails the test.
 
+mod support;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, stream};
-use kairos_launcher::{LaunchMessage, NatsConfig, NatsLauncher, RunLauncher, Source};
-use kairos_testkit::NatsServer;
 use serde_json::{json, Value};
-
-fn launch(key: &str, dag: Value) -> LaunchMessage {
-    LaunchMessage {
-        idempotency_key: key.to_string(),
-        schedule_id: "nightly".into(),
-        workflow_id: "etl".into(),
-        version: 1,
-        user_id: "u1".into(),
-        scheduled_for: "2026-03-09T07:00:00Z".into(),
-        fire_at: "2026-03-09T07:00:00Z".into(),
-        source: Source::Manual,
-        attempt: 1,
-        dag,
-    }
-}
+use support::{harness, Harness};
 
 #[tokio::test]
 async fn python_executor_runs_launches_and_reports_status() {
-    let server = NatsServer::start();
-    let launcher = NatsLauncher::connect(NatsConfig::new(server.url()))
-        .await
-        .expect("connect");
-    let js = jetstream::new(async_nats::connect(server.url()).await.expect("client"));
-    let mut statuses = js
-        .create_stream(stream::Config {
-            name: "STATUS_UNDER_TEST".into(),
-            subjects: vec!["kairos.status.>".into()],
-            ..Default::default()
-        })
-        .await
-        .expect("status stream");
     let good = json!({"nodes": [{"id": "b", "depends_on": ["a"]}, {"id": "a"}]});
     let bad = json!({"nodes": [{"id": "a", "fail": true}]});
-    let outcomes = launcher
-        .launch(&[launch("py-good", good), launch("py-bad", bad)])
-        .await;
-    assert!(outcomes.iter().all(Result::is_ok));
+    let Harness {
+        server,
+        mut statuses,
+        ..
+    } = harness(&[("py-good", good), ("py-bad", bad)]).await;
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -1,0 +1,99 @@
+//! A real `kairos serve` for the CLI's integration tests: its own nats-server, its own
+//! scratch database (dropped, and the process killed, however the test ends), a free port,
+//! and a wait until `/readyz` answers 200.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kairos_testkit::NatsServer;
+
+/// One HTTP/1.0 exchange on loopback; `None` when nothing answers.
+pub fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// A running `kairos serve` and what it owns.
+pub struct Served {
+    /// The process (tests may signal it).
+    pub child: Child,
+    /// Its HTTP port on 127.0.0.1.
+    pub port: u16,
+    _nats: NatsServer,
+    base: String,
+    db_name: String,
+}
+
+impl Served {
+    /// Starts `kairos serve --roles <roles>` and waits until it is ready (at most 30 s).
+    pub fn start(roles: &str, db_tag: &str) -> Served {
+        let nats = NatsServer::start();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let base = std::env::var("DATABASE_URL").expect("DATABASE_URL (set by .cargo/config.toml)");
+        let db_name = format!("kairos_{db_tag}_test_{}", std::process::id());
+        let db_url = format!(
+            "{}/{db_name}",
+            base.rsplit_once('/').expect("url with a database").0
+        );
+        let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
+            .args(["serve", "--roles", roles])
+            .env("DATABASE_URL", &db_url)
+            .env("KAIROS_NATS__URL", nats.url())
+            .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kairos serve");
+        let mut served = Served {
+            child,
+            port,
+            _nats: nats,
+            base,
+            db_name,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !served.get("/readyz").is_some_and(|a| a.contains(" 200 ")) {
+            assert!(
+                served.child.try_wait().expect("wait").is_none(),
+                "serve exited before it was ready"
+            );
+            assert!(Instant::now() < deadline, "serve was not ready within 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        served
+    }
+
+    /// `GET path`.
+    pub fn get(&self, path: &str) -> Option<String> {
+        http(self.port, "GET", path, "")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new("psql")
+            .args([
+                &self.base,
+                "-qc",
+                &format!("drop database if exists {}", self.db_name),
+            ])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
