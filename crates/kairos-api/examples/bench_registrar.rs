@@ -37,10 +37,11 @@ async fn main() {
     kairos_store::migrate(&pool).await.expect("migrate");
     let auth = Authenticator::from_config(&AuthConfig::default()).expect("auth");
     let state = AppState {
+        intake: kairos_worker::intake::Intake::new(pool.clone()),
+        nats: None,
         registrar: Registrar::new(pool.clone(), Settings::default()),
         auth: Arc::new(auth),
         max_body_bytes: 64 << 20,
-        dispatcher: None,
         metrics: None,
     };
     let router = app(state);

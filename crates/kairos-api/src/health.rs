@@ -1,5 +1,5 @@
-//! `/healthz` (the process answers) and `/readyz` (PostgreSQL and, when this instance has a
-//! launcher, NATS JetStream answer within a deadline).
+//! `/healthz` (the process answers) and `/readyz` (PostgreSQL and, when this instance runs a
+//! role that needs NATS, NATS JetStream answer within a deadline).
 
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub(crate) async fn healthz() -> Json<Value> {
 }
 
 /// Readiness: 200 when PostgreSQL answers `select 1` and JetStream answers for the launch
-/// stream in time (NATS is reported `not configured` on an instance without a launcher),
+/// stream in time (NATS is reported `not configured` on an instance that needs none),
 /// else 503 naming the dependency.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let ping = kairos_store::ping(state.registrar.pool());
@@ -35,16 +35,25 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>,
             ))
         }
     }
-    let nats = match &state.dispatcher {
+    let nats = match &state.nats {
         None => "not configured",
-        Some(dispatcher) => match dispatcher.launcher().ready(READY_TIMEOUT).await {
-            Ok(()) => "ok",
-            Err(err) => {
-                tracing::warn!(error = %err, "readiness: nats failed");
-                return Err(ApiError::Unavailable(
-                    "nats jetstream does not answer".into(),
-                ));
+        Some(link) => match link.get() {
+            None => {
+                let reason = link.not_ready_reason().unwrap_or_default();
+                return Err(ApiError::Unavailable(format!(
+                    "nats is not connected yet ({reason}); runs are planned and wait in \
+                     PostgreSQL until it is"
+                )));
             }
+            Some(launcher) => match launcher.ready(READY_TIMEOUT).await {
+                Ok(()) => "ok",
+                Err(err) => {
+                    tracing::warn!(error = %err, "readiness: nats failed");
+                    return Err(ApiError::Unavailable(
+                        "nats jetstream does not answer".into(),
+                    ));
+                }
+            },
         },
     };
     Ok(Json(

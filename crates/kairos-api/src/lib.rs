@@ -24,9 +24,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{self, MethodRouter};
 use axum::Router;
 use kairos_auth::{Authenticator, Role};
-use kairos_launcher::NatsLauncher;
+use kairos_launcher::NatsLink;
 use kairos_registrar::Registrar;
-use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::Intake;
 
 pub use error::ApiError;
 
@@ -39,9 +39,11 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// Largest request body accepted (`http.max_body_bytes`).
     pub max_body_bytes: usize,
-    /// Publishes runs started through `POST /run-launcher/start` and answers for NATS in
-    /// `/readyz`; `None` when this instance has no NATS (that route then answers 503).
-    pub dispatcher: Option<Arc<Dispatcher<NatsLauncher>>>,
+    /// Status reports and run-launcher starts (the worker's one run intake).
+    pub intake: Intake,
+    /// This instance's NATS connection, for `/readyz`; `None` when it runs no role that
+    /// needs NATS.
+    pub nats: Option<NatsLink>,
     /// Renders `GET /metrics` (a handle to the recorder this process installed, see
     /// `kairos_worker::metrics::recorder`); `None`: that route answers 503.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,

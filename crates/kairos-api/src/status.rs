@@ -1,15 +1,15 @@
-//! Executor routes (role `executor`): `POST /runs/{key}/status` (the forward-only state
-//! machine of `kairos_store::status`) and `POST /run-launcher/start` (start a run by key,
-//! idempotently, through the dispatcher).
+//! Executor routes (role `executor`): `POST /runs/{key}/status` and `POST
+//! /run-launcher/start`, both through the worker's run intake (`kairos_worker::intake`),
+//! which holds the field rules and the state machine; this module only maps answers to
+//! HTTP.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
-use kairos_store::status::{Applied, Reported, StatusReport};
-use kairos_worker::dispatcher::{Error as DispatchError, StartRequest};
-use kairos_worker::metrics::{record_status, StatusOutcome};
+use kairos_store::status::Applied;
+use kairos_worker::intake::{self, Error as IntakeError, StartRequest};
 use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
@@ -18,86 +18,33 @@ use crate::schedules::bad_request;
 use crate::wire::RunBody;
 use crate::AppState;
 
-/// Whether `key` is an id (`^[A-Za-z0-9_-]{1,200}$`).
-fn valid_key(key: &str) -> bool {
-    kairos_launcher::status::valid_key(key)
-}
-
-/// `POST /runs/{key}/status`: `{status, run_id?, executor_id?, error?}` → the run.
+/// `POST /runs/{key}/status`: `{status, run_id?, executor_id?, error?}` → the run. A report
+/// the state machine refuses is a 409 naming why; an unknown key a 404.
 pub(crate) async fn report(
     State(state): State<AppState>,
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<RunBody>, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let status = fields.string("status", true);
-    let body_key = fields.string("idempotency_key", false);
-    let run_id = fields.string("run_id", false);
-    let executor_id = fields.string("executor_id", false);
-    let error = fields.string("error", false);
-    let mut problems = fields.finish();
-    if !valid_key(&key) {
-        problems.push(Problem::new("key", "must match ^[A-Za-z0-9_-]{1,200}$"));
-    }
-    if body_key.as_ref().is_some_and(|k| *k != key) {
-        problems.push(Problem::new(
-            "idempotency_key",
-            "must equal the key in the path",
-        ));
-    }
-    let reported = status.as_deref().and_then(Reported::parse);
-    if status.is_some() && reported.is_none() {
-        problems.push(Problem::new("status", "must be STARTED, SUCCESS or FAILED"));
-    }
-    for (field, value, max) in [("run_id", &run_id, 200), ("executor_id", &executor_id, 200)] {
-        if value
-            .as_ref()
-            .is_some_and(|v| v.is_empty() || v.len() > max)
-        {
-            problems.push(Problem::new(
-                field,
-                format!("must be 1 to {max} characters"),
-            ));
+    let body = body::json(body, state.max_body_bytes)?;
+    let report = match intake::parse_report(&key, &body) {
+        Ok(report) => report,
+        Err(problems) => {
+            kairos_worker::metrics::status_event(
+                kairos_worker::metrics::UNKNOWN_STATUS,
+                kairos_worker::metrics::StatusOutcome::Invalid,
+            );
+            return Err(ApiError::BadRequest(problems));
         }
-    }
-    if error.as_ref().is_some_and(|e| e.len() > 8192) {
-        problems.push(Problem::new("error", "must be at most 8192 characters"));
-    }
-    bad_request(problems)?;
-    let report = StatusReport {
-        status: reported.expect("status is valid when there is no problem"),
-        run_id,
-        executor_id,
-        error,
     };
-    let mut conn = state
-        .registrar
-        .pool()
-        .acquire()
-        .await
-        .map_err(RegistrarError::from)?;
-    let applied = kairos_store::status::apply(&mut conn, &key, &report, None)
-        .await
-        .map_err(RegistrarError::from)?;
-    record_status(report.status.as_str(), outcome_of(&applied));
+    let applied = state.intake.report(&key, &report).await.map_err(internal)?;
     match applied {
         Applied::Moved(run) | Applied::Unchanged(run) => Ok(Json(RunBody::of(run))),
-        Applied::Conflict { owner, .. } => Err(ApiError::Registrar(RegistrarError::Conflict {
-            detail: format!("run {key} is owned by executor {owner:?}"),
-        })),
         Applied::NotFound => Err(ApiError::Registrar(RegistrarError::NotFound {
             what: format!("run {key:?}"),
         })),
-    }
-}
-
-/// The metric outcome of an applied report.
-fn outcome_of(applied: &Applied) -> StatusOutcome {
-    match applied {
-        Applied::Moved(_) => StatusOutcome::Applied,
-        Applied::Unchanged(_) => StatusOutcome::Unchanged,
-        Applied::Conflict { .. } => StatusOutcome::Conflict,
-        Applied::NotFound => StatusOutcome::UnknownRun,
+        refused => Err(ApiError::Registrar(RegistrarError::Conflict {
+            detail: intake::refusal(&refused),
+        })),
     }
 }
 
@@ -119,19 +66,7 @@ pub(crate) async fn start(
             problems.push(Problem::new(field, rule.to_string()));
         }
     }
-    if let Some(key) = &key {
-        if !valid_key(key) {
-            problems.push(Problem::new(
-                "idempotency_key",
-                "must match ^[A-Za-z0-9_-]{1,200}$",
-            ));
-        } else if key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            problems.push(Problem::new(
-                "idempotency_key",
-                "64 lowercase hex digits are reserved for keys kairos derives",
-            ));
-        }
-    }
+    problems.extend(key.as_deref().and_then(intake::check_start_key));
     if version.is_some_and(|v| !(0..=i64::from(i32::MAX)).contains(&v)) {
         problems.push(Problem::new("version", "must be between 0 and 2147483647"));
     }
@@ -139,11 +74,6 @@ pub(crate) async fn start(
         problems.push(Problem::new("scheduled_for", "must be whole seconds"));
     }
     bad_request(problems)?;
-    let Some(dispatcher) = &state.dispatcher else {
-        return Err(ApiError::Unavailable(
-            "this instance has no launcher (nats) configured".into(),
-        ));
-    };
     let request = StartRequest {
         idempotency_key: key.unwrap_or_default(),
         workflow_id: workflow_id.unwrap_or_default(),
@@ -151,22 +81,27 @@ pub(crate) async fn start(
         user_id: user_id.unwrap_or_default(),
         scheduled_for: scheduled_for.expect("checked above"),
     };
-    match dispatcher.start_run(&request).await {
+    match state.intake.start(&request).await {
         Ok(started) => Ok(Json(
-            json!({ "started": started.started, "status": started.status }),
+            json!({ "started": started.started, "status": started.status.as_str() }),
         )),
-        Err(DispatchError::WorkflowNotFound {
+        Err(IntakeError::WorkflowNotFound {
             workflow_id,
             version,
         }) => Err(ApiError::Registrar(RegistrarError::NotFound {
             what: format!("workflow {workflow_id:?} version {version}"),
         })),
-        Err(DispatchError::KeyInUse { key }) => {
-            Err(ApiError::Registrar(RegistrarError::Conflict {
-                detail: format!("idempotency_key {key:?} already names a different run"),
-            }))
-        }
-        Err(DispatchError::Store(err)) => Err(ApiError::Registrar(RegistrarError::Store(err))),
-        Err(err) => Err(ApiError::Unavailable(err.to_string())),
+        Err(IntakeError::KeyInUse { key }) => Err(ApiError::Registrar(RegistrarError::Conflict {
+            detail: format!("idempotency_key {key:?} already names a different run"),
+        })),
+        Err(err) => Err(internal(err)),
+    }
+}
+
+/// A store failure of the intake: logged by the error mapping, answered 500.
+fn internal(err: IntakeError) -> ApiError {
+    match err {
+        IntakeError::Store(err) => ApiError::Registrar(RegistrarError::Store(err)),
+        other => ApiError::Unavailable(other.to_string()),
     }
 }

@@ -45,8 +45,8 @@ pub(crate) struct ScheduleBody {
     pub next_run_at: Option<String>,
     pub paused: bool,
     pub jitter_ms: i32,
-    pub overlap_policy: String,
-    pub catchup_policy: String,
+    pub overlap_policy: &'static str,
+    pub catchup_policy: &'static str,
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
     pub revision: i64,
@@ -72,8 +72,8 @@ impl ScheduleBody {
             next_run_at: time(s.next_run_at),
             paused: s.paused,
             jitter_ms: s.jitter_ms,
-            overlap_policy: s.overlap_policy,
-            catchup_policy: s.catchup_policy,
+            overlap_policy: s.overlap_policy.as_str(),
+            catchup_policy: s.catchup_policy.as_str(),
             priority: s.priority,
             max_run_seconds: s.max_run_seconds,
             revision: s.revision,
@@ -97,7 +97,7 @@ pub(crate) struct StatsBody {
     /// Tick of the newest launched run.
     pub last_fire_at: Option<String>,
     /// That run's status now.
-    pub last_status: Option<String>,
+    pub last_status: Option<&'static str>,
     pub missed_ticks: i64,
     pub skipped_ticks: i64,
     pub runs_examined: i64,
@@ -110,7 +110,7 @@ pub(crate) struct StatsBody {
 #[derive(Debug, Serialize)]
 pub(crate) struct RunRefBody {
     pub run_at: String,
-    pub status: String,
+    pub status: &'static str,
     pub reason: Option<String>,
     pub last_error: Option<String>,
 }
@@ -119,13 +119,13 @@ impl StatsBody {
     fn of(stats: &ScheduleStats) -> StatsBody {
         let run = |r: &RunRef| RunRefBody {
             run_at: rfc3339(r.run_at),
-            status: r.status.clone(),
+            status: r.status.as_str(),
             reason: r.reason.clone(),
             last_error: r.last_error.clone(),
         };
         StatsBody {
             last_fire_at: stats.last_fire.as_ref().map(|r| rfc3339(r.run_at)),
-            last_status: stats.last_fire.as_ref().map(|r| r.status.clone()),
+            last_status: stats.last_fire.as_ref().map(|r| r.status.as_str()),
             missed_ticks: stats.missed_ticks,
             skipped_ticks: stats.skipped_ticks,
             runs_examined: stats.runs_examined,
@@ -143,8 +143,8 @@ pub(crate) struct RunBody {
     pub schedule_id: String,
     pub run_at: String,
     pub fire_at: String,
-    pub status: String,
-    pub source: String,
+    pub status: &'static str,
+    pub source: &'static str,
     pub workflow_id: String,
     pub version: i32,
     pub user_id: String,
@@ -167,8 +167,8 @@ impl RunBody {
             schedule_id: r.schedule_id,
             run_at: rfc3339(r.run_at),
             fire_at: rfc3339(r.fire_at),
-            status: r.status,
-            source: r.source,
+            status: r.status.as_str(),
+            source: r.source.as_str(),
             workflow_id: r.workflow_id,
             version: r.version,
             user_id: r.user_id,

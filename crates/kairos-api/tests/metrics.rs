@@ -15,11 +15,12 @@ use common::{call, EXECUTOR};
 use http_body_util::BodyExt;
 use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
-use kairos_launcher::{NatsConfig, NatsLauncher};
+use kairos_launcher::{NatsConfig, NatsLink};
 use kairos_registrar::{Registrar, Settings};
 use kairos_testkit::prometheus::sample;
 use kairos_testkit::NatsServer;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
+use kairos_worker::intake::Intake;
 use kairos_worker::metrics as m;
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
@@ -37,15 +38,18 @@ async fn api(pool: PgPool, nats: &NatsServer, metrics: PrometheusHandle) -> Rout
         }],
         ..AuthConfig::default()
     };
-    let launcher = NatsLauncher::connect(NatsConfig::new(nats.url()))
-        .await
-        .expect("launcher");
+    let link = NatsLink::new();
+    link.connect(NatsConfig::new(nats.url())).await;
+    let launcher = link.get().expect("connected").clone();
     let config = DispatcherConfig::new(100, Duration::from_millis(50), Duration::from_secs(300));
+    let intake = Intake::new(pool.clone());
+    intake.attach(Arc::new(Dispatcher::new(pool.clone(), launcher, config)));
     app(AppState {
+        intake,
+        nats: Some(link),
         registrar: Registrar::new(pool.clone(), Settings::default()),
         auth: Arc::new(Authenticator::from_config(&auth).expect("auth")),
         max_body_bytes: common::MAX_BODY,
-        dispatcher: Some(Arc::new(Dispatcher::new(pool, launcher, config))),
         metrics: Some(metrics),
     })
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use axum::http::{Method, StatusCode};
 use common::*;
-use kairos_core::RunKey;
+use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::runs::{self, NewRun};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -162,9 +162,9 @@ async fn runs_are_listed_newest_first_and_filtered_by_status(pool: PgPool) {
     let api = router(pool.clone(), NOW);
     upsert(&api, "s1", "wa", "u1").await;
     for (at, status) in [
-        ("2026-03-08T10:00:00Z", "SKIPPED"),
-        ("2026-03-08T11:00:00Z", "PENDING"),
-        ("2026-03-08T09:00:00Z", "PENDING"),
+        ("2026-03-08T10:00:00Z", RunStatus::Skipped),
+        ("2026-03-08T11:00:00Z", RunStatus::Pending),
+        ("2026-03-08T09:00:00Z", RunStatus::Pending),
     ] {
         let run_at = ts(at);
         let run = NewRun {
@@ -173,7 +173,7 @@ async fn runs_are_listed_newest_first_and_filtered_by_status(pool: PgPool) {
             run_at,
             fire_at: run_at,
             status,
-            source: "schedule",
+            source: RunSource::Schedule,
             workflow_id: "wa".into(),
             version: 1,
             user_id: "u1".into(),

@@ -6,7 +6,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
-use kairos_core::RunKey;
+use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::dispatch::{self, Outcome};
 use kairos_store::runs::{self, NewRun};
 use serde_json::json;
@@ -14,16 +14,8 @@ use sqlx::PgPool;
 
 const NOW: &str = "2026-03-08T12:00:00Z";
 
-fn outcome(key: &str, status: &'static str, reason: Option<&str>) -> Outcome {
-    Outcome {
-        idempotency_key: key.to_string(),
-        status,
-        stream_seq: (status == "ENQUEUED").then_some(1),
-        reason: reason.map(str::to_string),
-        last_error: None,
-        exclusive: status == "ENQUEUED",
-        attempted: status == "ENQUEUED",
-    }
+fn enqueued(key: &str) -> Outcome {
+    Outcome::enqueued(key, 1, true)
 }
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
@@ -65,8 +57,8 @@ async fn get_shows_last_fire_missed_skipped_and_why(pool: PgPool) {
             schedule_id: "s1".into(),
             run_at: ts(at),
             fire_at: ts(at),
-            status: "PENDING",
-            source: "schedule",
+            status: RunStatus::Pending,
+            source: RunSource::Schedule,
             workflow_id: "wa".into(),
             version: 1,
             user_id: "u1".into(),
@@ -74,7 +66,7 @@ async fn get_shows_last_fire_missed_skipped_and_why(pool: PgPool) {
         runs::insert(&pool, &run, ts(at)).await.expect("insert run");
     }
     let mut conn = pool.acquire().await.expect("conn");
-    let first = [outcome(&key(ticks[0]), "ENQUEUED", None)];
+    let first = [enqueued(&key(ticks[0]))];
     dispatch::record(&mut conn, &first, ts(ticks[0]), Some(ts(ticks[0])))
         .await
         .expect("record");
@@ -90,8 +82,8 @@ async fn get_shows_last_fire_missed_skipped_and_why(pool: PgPool) {
     assert_eq!(status, StatusCode::OK);
     let skip = format!("overlap skip: run {} is in flight", key(ticks[2]));
     let rest = [
-        outcome(&key(ticks[1]), "SKIPPED", Some(&skip)),
-        outcome(&key(ticks[2]), "ENQUEUED", None),
+        Outcome::skipped(&key(ticks[1]), skip.clone()),
+        enqueued(&key(ticks[2])),
     ];
     dispatch::record(&mut conn, &rest, ts(ticks[2]), Some(ts(ticks[2])))
         .await

@@ -1,6 +1,8 @@
-//! Wiring of the NATS-facing roles of `kairos serve`: the launcher from `[nats]`, the
-//! `dispatcher` role (`kairos_worker::dispatcher`) and the `status` role (the durable
-//! consumer on `<prefix>.status.>` feeding the store).
+//! Wiring of the NATS-facing roles of `kairos serve`: the connection from `[nats]` (made in
+//! the background, so every role starts while NATS is unreachable), the `dispatcher` role
+//! (`kairos_worker::dispatcher`) and the `status` role (the durable consumer on
+//! `<prefix>.status.>` feeding the worker's run intake). Both wait for the connection and
+//! then begin on their own; planning never waits on NATS.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,20 +10,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kairos_launcher::status::{StatusConsumer, STATUS_STREAM};
-use kairos_launcher::{NatsConfig, NatsLauncher};
+use kairos_launcher::{NatsConfig, NatsLink};
 use kairos_store::PgPool;
-use kairos_worker::dispatcher::{intake, Dispatcher, DispatcherConfig};
+use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
+use kairos_worker::intake::Intake;
 
 use crate::config::Config;
 
-/// The shared dispatcher (also used by the api's `POST /run-launcher/start`).
-pub type SharedDispatcher = Arc<Dispatcher<NatsLauncher>>;
-
-/// Connects to NATS and creates (or updates) the launch stream.
-///
-/// # Errors
-/// When NATS cannot be reached or the stream cannot be created.
-pub async fn launcher(config: &Config) -> anyhow::Result<NatsLauncher> {
+/// The launcher's settings from `[nats]`.
+pub fn nats_config(config: &Config) -> NatsConfig {
     let nats = &config.nats;
     let mut launcher = NatsConfig::new(nats.url.clone());
     launcher.stream = nats.stream.clone();
@@ -32,51 +29,88 @@ pub async fn launcher(config: &Config) -> anyhow::Result<NatsLauncher> {
     launcher.creds_file = nats.creds_file.clone();
     launcher.user_password = nats.user.clone().zip(nats.password.clone());
     launcher.token = nats.token.clone();
-    NatsLauncher::connect(launcher)
-        .await
-        .context("connect to NATS (nats.url) and create the launch stream")
+    launcher
 }
 
-/// The dispatcher from `[scheduler]`.
-pub fn dispatcher(config: &Config, pool: PgPool, launcher: NatsLauncher) -> SharedDispatcher {
+/// The dispatcher's knobs from `[scheduler]`.
+fn dispatcher_config(config: &Config) -> DispatcherConfig {
     let scheduler = &config.scheduler;
-    let dispatcher_config = DispatcherConfig::new(
+    DispatcherConfig::new(
         i64::from(scheduler.batch_size),
         Duration::from_millis(scheduler.tick_ms),
         Duration::from_secs(scheduler.launch_deadline_s),
-    );
-    Arc::new(Dispatcher::new(pool, launcher, dispatcher_config))
+    )
 }
 
-/// The `dispatcher` role: rounds until `stopped`; the round in progress finishes.
+/// Resolves with the launcher once `link` is connected, or with `None` when `stopped`
+/// comes first.
+async fn connected(
+    link: &NatsLink,
+    stopped: &mut (impl Future<Output = ()> + Unpin),
+) -> Option<kairos_launcher::NatsLauncher> {
+    tokio::select! {
+        () = stopped => None,
+        launcher = link.wait() => Some(launcher),
+    }
+}
+
+/// The `dispatcher` role: waits for NATS, attaches itself to the intake (so run-launcher
+/// starts publish at once), then rounds until `stopped`; the round in progress finishes.
 ///
 /// # Errors
 /// Never in practice (rounds log their failures and retry).
 pub async fn run_dispatcher(
-    dispatcher: SharedDispatcher,
+    config: Config,
+    pool: PgPool,
+    link: NatsLink,
+    intake: Intake,
     stopped: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    tokio::pin!(stopped);
+    let Some(launcher) = connected(&link, &mut stopped).await else {
+        return Ok(());
+    };
+    let dispatcher = Arc::new(Dispatcher::new(pool, launcher, dispatcher_config(&config)));
+    intake.attach(dispatcher.clone());
     tracing::info!("dispatcher started");
     dispatcher.run(stopped).await.context("dispatcher")?;
     tracing::info!("dispatcher stopped");
     Ok(())
 }
 
-/// The `status` role: the durable status consumer into the store until `stopped`.
+/// The `status` role: waits for NATS, creates the status stream and consumer (retrying),
+/// then feeds every status message to the intake until `stopped`.
 ///
 /// # Errors
-/// When the status stream or consumer cannot be created.
+/// When the consumer fails fatally.
 pub async fn run_status(
-    config: &Config,
-    pool: PgPool,
-    launcher: &NatsLauncher,
+    config: Config,
+    link: NatsLink,
+    intake: Intake,
     stopped: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let consumer = StatusConsumer::connect(launcher, STATUS_STREAM, &config.nats.subject_prefix)
-        .await
-        .context("create the status stream and consumer")?;
+    tokio::pin!(stopped);
+    let Some(launcher) = connected(&link, &mut stopped).await else {
+        return Ok(());
+    };
+    let prefix = &config.nats.subject_prefix;
+    let mut pause = Duration::from_millis(200);
+    let consumer = loop {
+        match StatusConsumer::connect(&launcher, STATUS_STREAM, prefix).await {
+            Ok(consumer) => break consumer,
+            Err(err) => {
+                tracing::warn!(error = %err, "status stream not ready; retrying");
+                tokio::select! {
+                    () = &mut stopped => return Ok(()),
+                    () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_secs(5)),
+                }
+            }
+        }
+    };
     tracing::info!(stream = STATUS_STREAM, "status intake started");
-    intake::consume_status(pool, &consumer, stopped)
+    let intake = &intake;
+    consumer
+        .run(|message| intake.take_message(message), stopped)
         .await
         .context("status consumer")?;
     tracing::info!("status intake stopped");

@@ -19,8 +19,10 @@ use anyhow::{bail, Context};
 use chrono::Duration;
 use kairos_api::AppState;
 use kairos_auth::Authenticator;
+use kairos_launcher::NatsLink;
 use kairos_registrar::{Registrar, Settings};
 use kairos_store::PgPool;
+use kairos_worker::intake::Intake;
 use kairos_worker::planner::{Planner, PlannerConfig};
 use kairos_worker::retention::{Retention, RetentionConfig};
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -108,26 +110,36 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let stopped = stopped(stopping.clone());
             roles.spawn(async move { planner.run(stopped).await.context("planner") });
         }
-        // The launcher (and its stream) is needed by the dispatcher, the status intake and
-        // the api (`POST /run-launcher/start`, `/readyz`); NATS down at start is an error.
-        let launcher = crate::dispatch::launcher(&config).await?;
-        let dispatcher = crate::dispatch::dispatcher(&config, pool.clone(), launcher.clone());
-        if runs("dispatcher") {
-            let (dispatcher, stopped) = (dispatcher.clone(), stopped(stopping.clone()));
-            roles.spawn(crate::dispatch::run_dispatcher(dispatcher, stopped));
+        // Only the roles that publish or consume need NATS. They start now and wait for the
+        // connection, which is made in the background and retried while NATS is down.
+        let intake = Intake::new(pool.clone());
+        let link = (runs("dispatcher") || runs("status")).then(NatsLink::new);
+        if let Some(link) = &link {
+            let (link, nats) = (link.clone(), crate::dispatch::nats_config(&config));
+            tokio::spawn(async move { link.connect(nats).await });
         }
-        if runs("status") {
-            let (config, pool, launcher) = (config.clone(), pool.clone(), launcher.clone());
+        if let (true, Some(link)) = (runs("dispatcher"), &link) {
+            let (config, pool, link) = (config.clone(), pool.clone(), link.clone());
+            let (intake, stopped) = (intake.clone(), stopped(stopping.clone()));
+            roles.spawn(crate::dispatch::run_dispatcher(
+                config, pool, link, intake, stopped,
+            ));
+        }
+        if let (true, Some(link)) = (runs("status"), &link) {
+            let (config, link, intake) = (config.clone(), link.clone(), intake.clone());
             let stopped = stopped(stopping.clone());
-            roles.spawn(async move {
-                crate::dispatch::run_status(&config, pool, &launcher, stopped).await
-            });
+            roles.spawn(crate::dispatch::run_status(config, link, intake, stopped));
         }
         if let Some(auth) = auth {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));
-            roles.spawn(async move {
-                serve_api(&config, auth, pool, dispatcher, metrics, stopped).await
-            });
+            let api = Api {
+                auth,
+                pool,
+                intake,
+                nats: link,
+                metrics,
+            };
+            roles.spawn(async move { serve_api(&config, api, stopped).await });
         }
         supervise(roles, stop).await
     })
@@ -217,20 +229,27 @@ fn retention_config(config: &Config) -> RetentionConfig {
     }
 }
 
-async fn serve_api(
-    config: &Config,
+/// What the api role serves with.
+struct Api {
     auth: Authenticator,
     pool: PgPool,
-    dispatcher: crate::dispatch::SharedDispatcher,
+    intake: Intake,
+    nats: Option<NatsLink>,
     metrics: PrometheusHandle,
+}
+
+async fn serve_api(
+    config: &Config,
+    api: Api,
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let state = AppState {
-        registrar: Registrar::new(pool, settings(config)?),
-        auth: Arc::new(auth),
+        registrar: Registrar::new(api.pool, settings(config)?),
+        auth: Arc::new(api.auth),
         max_body_bytes: config.http.max_body_bytes,
-        dispatcher: Some(dispatcher),
-        metrics: Some(metrics),
+        intake: api.intake,
+        nats: api.nats,
+        metrics: Some(api.metrics),
     };
     let listener = tokio::net::TcpListener::bind(config.http.bind)
         .await
@@ -281,6 +300,7 @@ fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).context("install the metrics recorder")?;
     kairos_worker::metrics::describe();
+    kairos_worker::metrics::zero();
     kairos_worker::metrics::build_info(env!("CARGO_PKG_VERSION"));
     Ok(handle)
 }

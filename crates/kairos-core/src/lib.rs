@@ -6,12 +6,15 @@
 //!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199).
 //! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
+//! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 
 mod id;
 mod key;
 mod plan;
 mod policy;
+mod problem;
+mod run;
 mod spec;
 mod timetable;
 mod zone;
@@ -20,6 +23,8 @@ pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
 pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERATED};
 pub use policy::{CatchupPolicy, OverlapPolicy, PolicyError};
+pub use problem::Problem;
+pub use run::{Reported, RunSource, RunStatus, UnknownName};
 pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{Ticks, Timetable};
 pub use zone::{parse_zone, ZoneError};

@@ -59,6 +59,14 @@ macro_rules! named_policy {
             }
         }
 
+        impl TryFrom<String> for $ty {
+            type Error = PolicyError;
+
+            fn try_from(value: String) -> Result<Self, PolicyError> {
+                value.parse()
+            }
+        }
+
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.as_str())

@@ -8,6 +8,7 @@
 //! Both pipeline a batch: every message is sent before any acknowledgement is awaited.
 
 mod error;
+mod link;
 mod memory;
 mod message;
 mod nats;
@@ -16,6 +17,7 @@ pub mod status;
 use std::future::Future;
 
 pub use error::{Error, Result};
+pub use link::NatsLink;
 pub use memory::InMemoryLauncher;
 pub use message::{LaunchMessage, Source};
 pub use nats::{NatsConfig, NatsLauncher};

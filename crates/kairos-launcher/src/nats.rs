@@ -127,6 +127,12 @@ impl NatsLauncher {
         Ok(info.state.messages)
     }
 
+    /// The largest message the connected server accepts (its `max_payload`), for the
+    /// registrar's DAG limit.
+    pub fn max_payload(&self) -> usize {
+        self.jetstream.client().server_info().max_payload
+    }
+
     /// The JetStream context, for consumers built on the same connection.
     pub fn jetstream(&self) -> &jetstream::Context {
         &self.jetstream

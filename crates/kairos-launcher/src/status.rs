@@ -2,11 +2,12 @@
 //! (`schemas/status.schema.json`, with `idempotency_key`) on
 //! `<prefix>.status.<idempotency_key>`; [`StatusConsumer`] reads them from stream
 //! `KAIROS_STATUS` through one durable pull consumer shared by every kairos instance, hands
-//! each decoded [`StatusEvent`] to a handler, and acknowledges it when the handler says so.
+//! each [`StatusMessage`] to a handler (the worker's intake decodes and checks it), and
+//! acknowledges, redelivers or terminates it as the handler says.
 //!
-//! The stream is a work queue: a message leaves it once acknowledged. A message that does
-//! not decode is terminated (logged, never redelivered); a handler that cannot record a
-//! report now (database down) asks for redelivery.
+//! The stream is a work queue: a message leaves it once acknowledged or terminated. A
+//! handler that cannot record a report now (database down) asks for redelivery, at most
+//! [`MAX_DELIVER`] deliveries in all.
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,7 +15,6 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{pull, AckPolicy};
 use async_nats::jetstream::{self, stream, AckKind};
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 
 use crate::{Error, NatsLauncher, Result};
 
@@ -23,99 +23,33 @@ pub const STATUS_STREAM: &str = "KAIROS_STATUS";
 /// The durable consumer every instance shares.
 pub const STATUS_CONSUMER: &str = "kairos-status";
 
-/// What an executor reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum ReportedStatus {
-    /// The run began.
-    Started,
-    /// The run ended well.
-    Success,
-    /// The run ended badly.
-    Failed,
-}
-
-/// One status message (the HTTP callback body plus `idempotency_key`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatusEvent {
-    /// The run's key.
-    pub idempotency_key: String,
-    /// The new status.
-    pub status: ReportedStatus,
-    /// The executor's run id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    /// The reporting executor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executor_id: Option<String>,
-    /// Why the run failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Why a status message was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("status message on {subject:?} refused: {reason}")]
-pub struct DecodeError {
+/// One status message as it arrived on `<prefix>.status.<key>`: the intake decodes and
+/// checks it (with the same rules as the HTTP callback), not this crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusMessage {
     /// The subject it came on.
     pub subject: String,
-    /// The rule it broke.
-    pub reason: String,
+    /// The subject's last token: the run key it claims to be about.
+    pub key: String,
+    /// The body.
+    pub payload: Vec<u8>,
 }
 
-/// Whether a key is a valid id (`^[A-Za-z0-9_-]{1,200}$`), hence a subject token.
-pub fn valid_key(key: &str) -> bool {
-    (1..=200).contains(&key.len())
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-impl StatusEvent {
-    /// Decodes and checks a message from `<prefix>.status.<key>` against the status schema.
-    ///
-    /// # Errors
-    /// [`DecodeError`] naming the rule broken.
-    pub fn decode(prefix: &str, subject: &str, payload: &[u8]) -> Result<Self, DecodeError> {
-        let refuse = |reason: String| DecodeError {
-            subject: subject.to_string(),
-            reason,
-        };
-        let event: StatusEvent =
-            serde_json::from_slice(payload).map_err(|err| refuse(err.to_string()))?;
-        if !valid_key(&event.idempotency_key) {
-            return Err(refuse(
-                "idempotency_key must match ^[A-Za-z0-9_-]{1,200}$".into(),
-            ));
-        }
-        let expected = format!("{prefix}.status.{}", event.idempotency_key);
-        if subject != expected {
-            return Err(refuse(format!("the subject must be {expected:?}")));
-        }
-        for (field, value, max) in [
-            ("run_id", &event.run_id, 200),
-            ("executor_id", &event.executor_id, 200),
-            ("error", &event.error, 8192),
-        ] {
-            if let Some(value) = value {
-                if (field != "error" && value.is_empty()) || value.len() > max {
-                    return Err(refuse(format!("{field} must be 1 to {max} characters")));
-                }
-            }
-        }
-        Ok(event)
-    }
-}
-
-/// What the handler made of an event.
+/// What the handler made of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     /// Recorded (or deliberately ignored): acknowledge.
     Done,
-    /// Could not be recorded now: redeliver later.
+    /// Could not be recorded now: redeliver later (at most [`MAX_DELIVER`] deliveries).
     Retry,
+    /// Can never be recorded (broken rule, unknown or unpublished run): terminate, so it
+    /// leaves the stream and never blocks the consumer.
+    Refuse,
 }
+
+/// Deliveries of one status message before the server gives up on it: a report that fails
+/// for a reason the handler did not foresee cannot loop forever and fill `max_ack_pending`.
+pub const MAX_DELIVER: i64 = 20;
 
 /// The durable consumer of status messages.
 #[derive(Debug)]
@@ -151,15 +85,26 @@ impl StatusConsumer {
             durable_name: Some(STATUS_CONSUMER.into()),
             ack_policy: AckPolicy::Explicit,
             ack_wait: Duration::from_secs(30),
+            max_deliver: MAX_DELIVER,
             ..Default::default()
         };
-        let consumer = js
+        let stream_handle = js
             .get_stream(&stream_handle.config.name)
             .await
-            .map_err(|e| fail(&e))?
-            .get_or_create_consumer(STATUS_CONSUMER, consumer)
+            .map_err(|e| fail(&e))?;
+        let mut existing: jetstream::consumer::Consumer<pull::Config> = stream_handle
+            .get_or_create_consumer(STATUS_CONSUMER, consumer.clone())
             .await
             .map_err(|e| fail(&e))?;
+        // A consumer created by an older build keeps its old limits: bring it up to date.
+        let info = existing.info().await.map_err(|e| fail(&e))?;
+        if info.config.max_deliver != MAX_DELIVER {
+            existing = stream_handle
+                .update_consumer(consumer)
+                .await
+                .map_err(|e| fail(&e))?;
+        }
+        let consumer = existing;
         Ok(StatusConsumer {
             consumer,
             prefix: prefix.to_string(),
@@ -173,7 +118,7 @@ impl StatusConsumer {
     /// Never, today; the `Result` leaves room for a fatal consumer error.
     pub async fn run<H, F>(&self, handle: H, shutdown: impl Future<Output = ()>) -> Result<()>
     where
-        H: Fn(StatusEvent) -> F,
+        H: Fn(StatusMessage) -> F,
         F: Future<Output = Disposition>,
     {
         tokio::pin!(shutdown);
@@ -206,19 +151,23 @@ impl StatusConsumer {
 
     async fn deliver<H, F>(&self, message: jetstream::Message, handle: &H)
     where
-        H: Fn(StatusEvent) -> F,
+        H: Fn(StatusMessage) -> F,
         F: Future<Output = Disposition>,
     {
         let subject = message.subject.to_string();
-        let kind = match StatusEvent::decode(&self.prefix, &subject, &message.payload) {
-            Err(err) => {
-                tracing::warn!(error = %err, "status message dropped");
-                AckKind::Term
-            }
-            Ok(event) => match handle(event).await {
-                Disposition::Done => AckKind::Ack,
-                Disposition::Retry => AckKind::Nak(Some(Duration::from_secs(1))),
-            },
+        let key = subject
+            .strip_prefix(&format!("{}.status.", self.prefix))
+            .unwrap_or_default()
+            .to_string();
+        let status = StatusMessage {
+            subject: subject.clone(),
+            key,
+            payload: message.payload.to_vec(),
+        };
+        let kind = match handle(status).await {
+            Disposition::Done => AckKind::Ack,
+            Disposition::Retry => AckKind::Nak(Some(Duration::from_secs(1))),
+            Disposition::Refuse => AckKind::Term,
         };
         if let Err(err) = message.ack_with(kind).await {
             tracing::warn!(error = %err, subject = %subject, "status message: ack failed");
@@ -226,18 +175,19 @@ impl StatusConsumer {
     }
 }
 
-/// Publishes a status event on `<prefix>.status.<key>` and awaits the stream's ack (what an
-/// executor does; used by tests and the example executor).
+/// Publishes a status body on `<prefix>.status.<key>` and awaits the stream's ack (what an
+/// executor does; used by tests).
 ///
 /// # Errors
 /// [`Error::Publish`] when it is not stored.
 pub async fn publish_status(
     launcher: &NatsLauncher,
     prefix: &str,
-    event: &StatusEvent,
+    key: &str,
+    body: &serde_json::Value,
 ) -> Result<()> {
-    let body = serde_json::to_vec(event).expect("status events always serialize");
-    let subject = format!("{prefix}.status.{}", event.idempotency_key);
+    let body = serde_json::to_vec(body).expect("JSON values always serialize");
+    let subject = format!("{prefix}.status.{key}");
     let publish = |err: &dyn std::fmt::Display| Error::Publish {
         reason: err.to_string(),
     };

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use kairos_core::RunStatus;
 use kairos_core::{jitter_offset, RunKey, Timetable};
 use kairos_store::runs;
 use kairos_store::schedules::{self, Schedule, ScheduleWrite};
-use sqlx::PgConnection;
+use kairos_store::Tx;
 
 use crate::error::{Error, Problem, Result};
 use crate::input::{first_tick, Checked, Settings};
@@ -107,8 +108,8 @@ fn to_write(
         next_run_at: existing.and_then(|stored| stored.next_run_at),
         paused: existing.is_some_and(|stored| stored.paused),
         jitter_ms: i32::try_from(checked.jitter_ms).expect("jitter is at most one hour"),
-        overlap_policy: checked.overlap_policy.as_str().to_string(),
-        catchup_policy: checked.catchup_policy.as_str().to_string(),
+        overlap_policy: checked.overlap_policy,
+        catchup_policy: checked.catchup_policy,
         priority: checked.priority,
         max_run_seconds: checked.max_run_seconds,
         revision: existing.map_or(0, |stored| stored.revision),
@@ -129,8 +130,8 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
         next_run_at: stored.next_run_at,
         paused: stored.paused,
         jitter_ms: stored.jitter_ms,
-        overlap_policy: stored.overlap_policy.clone(),
-        catchup_policy: stored.catchup_policy.clone(),
+        overlap_policy: stored.overlap_policy,
+        catchup_policy: stored.catchup_policy,
         priority: stored.priority,
         max_run_seconds: stored.max_run_seconds,
         revision: stored.revision,
@@ -145,7 +146,7 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
 /// [`Error::Conflict`] when a concurrent writer created or changed one of the schedules
 /// after it was read (the caller's transaction must then be rolled back); [`Error::Store`].
 pub(crate) async fn apply(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     plans: Vec<Plan>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Schedule>> {
@@ -172,8 +173,8 @@ pub(crate) async fn apply(
         }
     }
     let mut written: HashMap<String, Schedule> = HashMap::new();
-    let inserted = schedules::insert_many(&mut *conn, &inserts, now).await?;
-    let updated = schedules::update_many(&mut *conn, &updates, now).await?;
+    let inserted = schedules::insert_many(&mut **conn, &inserts, now).await?;
+    let updated = schedules::update_many(&mut **conn, &updates, now).await?;
     for row in inserted.into_iter().chain(updated) {
         written.insert(row.schedule_id.clone(), row);
     }
@@ -225,11 +226,7 @@ fn target(write: &ScheduleWrite, timetable: &Timetable) -> Target {
 ///
 /// # Errors
 /// [`Error::Store`].
-pub(crate) async fn reconcile(
-    conn: &mut PgConnection,
-    targets: &[Target],
-    now: DateTime<Utc>,
-) -> Result<()> {
+pub(crate) async fn reconcile(conn: &mut Tx, targets: &[Target], now: DateTime<Utc>) -> Result<()> {
     if targets.is_empty() {
         return Ok(());
     }
@@ -239,7 +236,7 @@ pub(crate) async fn reconcile(
         .collect();
     let ids: Vec<String> = targets.iter().map(|t| t.schedule_id.clone()).collect();
     let (mut keep_keys, mut keep_fire_ats, mut cancel_keys) = (Vec::new(), Vec::new(), Vec::new());
-    for run in runs::future_planned(&mut *conn, &ids, now).await? {
+    for run in runs::future_planned(&mut **conn, &ids, now).await? {
         let target = by_id[run.schedule_id.as_str()];
         let wanted = target
             .timetable
@@ -249,11 +246,11 @@ pub(crate) async fn reconcile(
             let key = RunKey::tick(&run.schedule_id, run.run_at);
             keep_fire_ats.push(run.run_at + jitter_offset(&key, target.jitter_ms));
             keep_keys.push(run.idempotency_key);
-        } else if run.status != "CANCELLED" {
+        } else if run.status != RunStatus::Cancelled {
             cancel_keys.push(run.idempotency_key);
         }
     }
-    runs::keep_planned(&mut *conn, &keep_keys, &keep_fire_ats, now).await?;
-    runs::cancel(&mut *conn, &cancel_keys, RESCHEDULED, now).await?;
+    runs::keep_planned(&mut **conn, &keep_keys, &keep_fire_ats, now).await?;
+    runs::cancel(&mut **conn, &cancel_keys, RESCHEDULED, now).await?;
     Ok(())
 }

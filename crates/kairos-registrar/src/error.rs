@@ -1,41 +1,7 @@
 //! [`Error`]: why a registrar call changed nothing, with field-level [`Problem`]s for bad
 //! input so that the HTTP layer can name every offending field at once.
 
-use std::fmt;
-
-/// One rejected field: which field (a JSON path such as `schedules[2].cron_expr`) and
-/// the rule it broke, in one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The field, as the caller wrote it.
-    pub field: String,
-    /// The rule broken, naming the value where that helps.
-    pub rule: String,
-}
-
-impl Problem {
-    /// A problem with `field`.
-    pub fn new(field: impl Into<String>, rule: impl Into<String>) -> Problem {
-        Problem {
-            field: field.into(),
-            rule: rule.into(),
-        }
-    }
-
-    /// The same problem with `prefix.` before the field (for nested bodies).
-    pub fn within(self, prefix: &str) -> Problem {
-        Problem {
-            field: format!("{prefix}.{}", self.field),
-            rule: self.rule,
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.rule)
-    }
-}
+pub use kairos_core::Problem;
 
 /// Why a registrar call failed. Every variant means nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -66,12 +32,6 @@ fn first_problem(problems: &[Problem]) -> String {
         [] => "no detail".to_string(),
         [one] => one.to_string(),
         [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
-    }
-}
-
-impl From<sqlx::Error> for Error {
-    fn from(err: sqlx::Error) -> Error {
-        Error::Store(kairos_store::Error::Database(err))
     }
 }
 

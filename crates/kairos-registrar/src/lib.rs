@@ -30,7 +30,7 @@ pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use kairos_store::{PgPool, Tx};
 
 /// The registrar over one PostgreSQL pool. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ impl Registrar {
     }
 
     /// The database's clock (or the pinned one), read inside the caller's transaction.
-    async fn now(&self, conn: &mut PgConnection) -> Result<DateTime<Utc>> {
-        Ok(kairos_store::now(conn, self.settings.pinned_now).await?)
+    async fn now(&self, tx: &mut Tx) -> Result<DateTime<Utc>> {
+        Ok(kairos_store::now(&mut **tx, self.settings.pinned_now).await?)
     }
 }

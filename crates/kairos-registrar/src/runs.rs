@@ -13,10 +13,13 @@
 //! Both work on paused schedules too: they are explicit requests.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use kairos_core::RunKey;
+use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::planning::{self, RunRows};
 use kairos_store::runs::{self, NewRun, Run};
-use kairos_store::{manual, schedules as store};
+use kairos_store::schedules as store;
+use kairos_store::wakeups;
+
+use kairos_store::Tx;
 
 use crate::error::{Error, Result};
 use crate::input::rfc3339;
@@ -56,7 +59,7 @@ impl Registrar {
         check_id(schedule_id)?;
         kairos_core::validate_id("request_id", request_id)
             .map_err(|err| Error::invalid("request_id", err.to_string()))?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let schedule = store::get(&mut *tx, schedule_id)
             .await?
@@ -68,16 +71,25 @@ impl Registrar {
             // Invariant: run_at is whole seconds (CHECK in schedule_runs).
             run_at: whole_seconds(now),
             fire_at: now,
-            status: "PENDING",
-            source: "manual",
+            status: RunStatus::Pending,
+            source: RunSource::Manual,
             workflow_id: schedule.workflow_id,
             version: schedule.version,
             user_id: schedule.user_id,
         };
         let created = runs::insert(&mut *tx, &run, now).await?;
-        let stored = manual::run_by_key(&mut *tx, key.as_str())
-            .await?
-            .expect("the run was just written or already existed");
+        // The run existed (`created` false) but retention may delete a finished run between
+        // the insert and this read: then the request is answered as a conflict, not a panic.
+        let Some(stored) = runs::get(&mut *tx, key.as_str()).await? else {
+            return Err(Error::Conflict {
+                detail: format!(
+                    "the run of request_id {request_id:?} was deleted by history retention                      while this request read it; trigger with a new request_id"
+                ),
+            });
+        };
+        if created {
+            wakeups::runs_due(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(Triggered {
             run: stored,
@@ -103,7 +115,7 @@ impl Registrar {
                 format!("{} is before from {}", rfc3339(to), rfc3339(from)),
             ));
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         if to > now {
             return Err(Error::invalid(
@@ -147,7 +159,10 @@ impl Registrar {
             rows.versions.push(schedule.version);
             rows.user_ids.push(schedule.user_id.clone());
         }
-        let created = planning::insert_runs(&mut *tx, &rows, "backfill", now).await?;
+        let created = planning::insert_runs(&mut *tx, &rows, RunSource::Backfill, now).await?;
+        if created > 0 {
+            wakeups::runs_due(&mut *tx).await?;
+        }
         tx.commit().await?;
         let ticks = ticks.len() as u64;
         Ok(Backfilled {

@@ -7,6 +7,9 @@ use kairos_store::runs::{self, Run};
 use kairos_store::schedules::{self as store, ListFilter, Schedule};
 use kairos_store::stats::{self, ScheduleStats};
 
+use kairos_core::RunStatus;
+use kairos_store::Tx;
+
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, check_zone, ScheduleInput};
@@ -78,7 +81,7 @@ impl Registrar {
     /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
     pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
         let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let existing = store::get(&mut *tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
@@ -99,7 +102,7 @@ impl Registrar {
     /// [`Error::NotFound`]; [`Error::Conflict`] on a concurrent write; [`Error::Store`].
     pub async fn set_paused(&self, schedule_id: &str, paused: bool) -> Result<Schedule> {
         check_id(schedule_id)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let stored = store::get(&mut *tx, schedule_id)
             .await?
@@ -157,7 +160,7 @@ impl Registrar {
     /// [`Error::NotFound`]; [`Error::Store`].
     pub async fn delete(&self, schedule_id: &str) -> Result<()> {
         check_id(schedule_id)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let ids = [schedule_id.to_string()];
         if store::delete_many(&mut *tx, &ids).await?.is_empty() {
@@ -174,7 +177,7 @@ impl Registrar {
     /// [`Error::NotFound`]; [`Error::Store`].
     pub async fn get(&self, schedule_id: &str) -> Result<ScheduleView> {
         check_id(schedule_id)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = Tx::begin(&self.pool).await?;
         let now = self.now(&mut conn).await?;
         let schedule = store::get(&mut *conn, schedule_id)
             .await?
@@ -236,28 +239,18 @@ impl Registrar {
     ) -> Result<Vec<Run>> {
         check_id(schedule_id)?;
         check_limit(limit)?;
-        const STATUSES: [&str; 9] = [
-            "PENDING",
-            "QUEUED",
-            "ENQUEUED",
-            "STARTED",
-            "SUCCESS",
-            "FAILED",
-            "TIMED_OUT",
-            "SKIPPED",
-            "CANCELLED",
-        ];
-        if let Some(status) = status {
-            if !STATUSES.contains(&status) {
+        let status = match status.map(str::parse::<RunStatus>).transpose() {
+            Ok(status) => status,
+            Err(err) => {
                 return Err(Error::invalid(
                     "status",
                     format!(
-                        "{status:?} is not a run status: use one of {}",
-                        STATUSES.join(", ")
+                        "{:?} is not a run status: use one of {}",
+                        err.value, err.allowed
                     ),
-                ));
+                ))
             }
-        }
+        };
         Ok(runs::list_for_schedule(&self.pool, schedule_id, status, limit).await?)
     }
 

@@ -9,6 +9,8 @@ use kairos_store::runs;
 use kairos_store::schedules::{self as store, Schedule};
 use kairos_store::workflows::{self, PutOutcome};
 
+use kairos_store::Tx;
+
 use crate::apply::{self, Plan, PlanError};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, Checked, ScheduleInput};
@@ -66,7 +68,7 @@ impl Registrar {
     /// another workflow, or a concurrent write got in the way; [`Error::Store`].
     pub async fn put_workflow(&self, input: &WorkflowInput) -> Result<Deployed> {
         let (version, checked) = self.check_workflow(input)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let created =
             match workflows::put(&mut tx, &input.workflow_id, version, &input.dag, now).await? {
@@ -118,7 +120,7 @@ impl Registrar {
     /// [`Error::Invalid`] for a bad id or version; [`Error::NotFound`]; [`Error::Store`].
     pub async fn get_workflow(&self, workflow_id: &str, version: i64) -> Result<WorkflowView> {
         let version = check_key(workflow_id, version).map_err(Error::Invalid)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = Tx::begin(&self.pool).await?;
         let stored = workflows::get(&mut conn, workflow_id, version)
             .await?
             .ok_or_else(|| Error::NotFound {

@@ -3,7 +3,7 @@
 //! deploy sync's all-or-nothing set semantics.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{jitter_offset, RunKey};
+use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};
 use kairos_registrar::{Error, Registrar, ScheduleInput, Settings, WorkflowInput};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules;
@@ -46,8 +46,8 @@ async fn plant(pool: &PgPool, schedule_id: &str, run_at: &str) -> String {
         schedule_id: schedule_id.into(),
         run_at,
         fire_at: run_at,
-        status: "PENDING",
-        source: "schedule",
+        status: RunStatus::Pending,
+        source: RunSource::Schedule,
         workflow_id: "wf".into(),
         version: 1,
         user_id: "u1".into(),
@@ -56,12 +56,12 @@ async fn plant(pool: &PgPool, schedule_id: &str, run_at: &str) -> String {
     key.as_str().to_string()
 }
 
-async fn status_of(pool: &PgPool, key: &str) -> (String, Option<String>, DateTime<Utc>) {
-    sqlx::query_as("select status, reason, fire_at from schedule_runs where idempotency_key = $1")
-        .bind(key)
-        .fetch_one(pool)
+async fn status_of(pool: &PgPool, key: &str) -> (RunStatus, Option<String>, DateTime<Utc>) {
+    let run = kairos_store::runs::get(pool, key)
         .await
-        .expect("run exists")
+        .expect("read run")
+        .expect("run exists");
+    (run.status, run.reason, run.fire_at)
 }
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
@@ -193,11 +193,12 @@ async fn rescheduling_cancels_only_runs_that_left_the_timetable(pool: PgPool) {
     let stored = reg.upsert(&two_hourly).await.expect("reschedule").schedule;
     assert_eq!(stored.next_run_at, Some(ts("2026-03-09T12:00:00Z")));
     let (status, reason, _) = status_of(&pool, &odd).await;
-    assert_eq!(status, "CANCELLED");
+    assert_eq!(status, RunStatus::Cancelled);
     assert!(reason.expect("reason").starts_with("rescheduled"));
     let (status, _, fire_at) = status_of(&pool, &even).await;
     assert_eq!(
-        status, "PENDING",
+        status,
+        RunStatus::Pending,
         "a tick of the new timetable stays planned"
     );
     let key = RunKey::tick("s1", ts("2026-03-09T14:00:00Z"));
@@ -207,14 +208,14 @@ async fn rescheduling_cancels_only_runs_that_left_the_timetable(pool: PgPool) {
     );
     assert_eq!(
         status_of(&pool, &past).await.0,
-        "PENDING",
+        RunStatus::Pending,
         "a due run of the old spec still fires"
     );
     // Changing back brings the cancelled tick back: the planner could never write its key again.
     reg.upsert(&input("s1", "0 * * * *"))
         .await
         .expect("back to hourly");
-    assert_eq!(status_of(&pool, &odd).await.0, "PENDING");
+    assert_eq!(status_of(&pool, &odd).await.0, RunStatus::Pending);
 }
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
@@ -225,8 +226,8 @@ async fn pause_cancels_unpublished_runs_and_resume_plans_from_now(pool: PgPool) 
     let future = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
     let paused = reg.set_paused("s1", true).await.expect("pause");
     assert!(paused.paused);
-    assert_eq!(status_of(&pool, &due).await.0, "CANCELLED");
-    assert_eq!(status_of(&pool, &future).await.0, "CANCELLED");
+    assert_eq!(status_of(&pool, &due).await.0, RunStatus::Cancelled);
+    assert_eq!(status_of(&pool, &future).await.0, RunStatus::Cancelled);
     assert_eq!(
         reg.set_paused("s1", true)
             .await
@@ -239,12 +240,12 @@ async fn pause_cancels_unpublished_runs_and_resume_plans_from_now(pool: PgPool) 
     assert_eq!(resumed.next_run_at, Some(ts("2026-03-09T13:00:00Z")));
     assert_eq!(
         status_of(&pool, &due).await.0,
-        "CANCELLED",
+        RunStatus::Cancelled,
         "no catch-up of the paused span"
     );
     assert_eq!(
         status_of(&pool, &future).await.0,
-        "PENDING",
+        RunStatus::Pending,
         "a future tick comes back"
     );
     assert!(matches!(
@@ -260,7 +261,7 @@ async fn delete_keeps_history_and_cancels_pending_runs(pool: PgPool) {
     let key = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
     reg.delete("s1").await.expect("delete");
     assert!(schedules::get(&pool, "s1").await.expect("get").is_none());
-    assert_eq!(status_of(&pool, &key).await.0, "CANCELLED");
+    assert_eq!(status_of(&pool, &key).await.0, RunStatus::Cancelled);
     assert_eq!(reg.runs("s1", None, 10).await.expect("history").len(), 1);
     assert!(matches!(
         reg.delete("s1").await,
@@ -349,7 +350,7 @@ async fn deploy_sync_makes_the_set_exact_or_changes_nothing(pool: PgPool) {
         .await
         .expect("second deploy");
     assert_eq!(done.removed, vec!["c".to_string()]);
-    assert_eq!(status_of(&pool, &doomed).await.0, "CANCELLED");
+    assert_eq!(status_of(&pool, &doomed).await.0, RunStatus::Cancelled);
     let ids: Vec<String> = reg
         .list(&filter("wf"))
         .await

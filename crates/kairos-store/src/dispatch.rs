@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use sqlx::{PgConnection, PgExecutor};
 
 use crate::Result;
@@ -34,8 +35,9 @@ pub struct Claimed {
     pub run_at: DateTime<Utc>,
     /// When it is due.
     pub fire_at: DateTime<Utc>,
-    /// `schedule`, `manual`, `backfill` or `api`.
-    pub source: String,
+    /// What created it.
+    #[sqlx(try_from = "String")]
+    pub source: RunSource,
     /// The workflow to launch.
     pub workflow_id: String,
     /// Its version.
@@ -43,8 +45,10 @@ pub struct Claimed {
     /// The user to launch as.
     pub user_id: String,
     /// The schedule's overlap policy now (`allow` for api runs and deleted schedules).
-    pub overlap_policy: String,
-    /// `fire_at` is older than the launch deadline: the run must not go out any more.
+    #[sqlx(try_from = "String")]
+    pub overlap_policy: OverlapPolicy,
+    /// Due longer than the launch deadline (since `fire_at`, or since its release from
+    /// `QUEUED`): the run must not go out any more.
     pub late: bool,
 }
 
@@ -52,7 +56,7 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
     r.workflow_id, r.version, r.user_id, \
     case when r.source = 'api' then 'allow' else coalesce(s.overlap_policy, 'allow') end \
       as overlap_policy, \
-    r.fire_at < $1 - make_interval(secs => $2) as late";
+    coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
 
 /// Locks up to `limit` due `PENDING` runs (`fire_at <= now`), highest schedule priority
 /// first, then oldest `fire_at`, skipping runs another transaction holds.
@@ -197,23 +201,182 @@ pub async fn dags(
         .collect())
 }
 
-/// The recorded outcome of one claimed run.
+/// What happened to one claimed run. Built only by its constructors, so every outcome is a
+/// legal move out of `PENDING`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
+    idempotency_key: String,
+    settled: Settled,
+}
+
+/// The move an [`Outcome`] records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Published and acknowledged: `ENQUEUED`.
+    Enqueued {
+        /// Its stream sequence.
+        stream_seq: i64,
+        /// Published under `skip`/`queue`: counts against the one-in-flight index.
+        exclusive: bool,
+    },
+    /// The publish failed but may succeed later: stays `PENDING` (invariant 6).
+    Retry {
+        /// The launch error.
+        error: String,
+    },
+    /// The stream refused it for good (e.g. too large): `FAILED`.
+    Refused {
+        /// The launch error.
+        error: String,
+    },
+    /// Not published because it must not go out: `FAILED`.
+    Unlaunchable(Unlaunchable),
+    /// Overlap `skip`: `SKIPPED`.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Overlap `queue`: `QUEUED` behind the run in flight.
+    Queued {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why a claimed run must not go out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unlaunchable {
+    /// Due longer than the launch deadline.
+    LaunchDeadline,
+    /// Its workflow version is not stored.
+    WorkflowMissing {
+        /// The workflow.
+        workflow_id: String,
+        /// Its version.
+        version: i32,
+    },
+}
+
+impl Unlaunchable {
+    /// The reason written on the run.
+    pub fn reason(&self) -> String {
+        match self {
+            Unlaunchable::LaunchDeadline => "launch deadline passed".to_string(),
+            Unlaunchable::WorkflowMissing {
+                workflow_id,
+                version,
+            } => format!("workflow {workflow_id:?} version {version} not found"),
+        }
+    }
+}
+
+impl Outcome {
+    /// Published and acknowledged at `stream_seq`.
+    pub fn enqueued(key: &str, stream_seq: i64, exclusive: bool) -> Outcome {
+        Outcome::new(
+            key,
+            Settled::Enqueued {
+                stream_seq,
+                exclusive,
+            },
+        )
+    }
+
+    /// A retryable launch error: the run stays `PENDING`.
+    pub fn retry(key: &str, error: String) -> Outcome {
+        Outcome::new(key, Settled::Retry { error })
+    }
+
+    /// A permanent launch error: the run `FAILED`.
+    pub fn refused(key: &str, error: String) -> Outcome {
+        Outcome::new(key, Settled::Refused { error })
+    }
+
+    /// Not published because it must not go out: the run `FAILED`.
+    pub fn unlaunchable(key: &str, why: Unlaunchable) -> Outcome {
+        Outcome::new(key, Settled::Unlaunchable(why))
+    }
+
+    /// Overlap `skip`.
+    pub fn skipped(key: &str, reason: String) -> Outcome {
+        Outcome::new(key, Settled::Skipped { reason })
+    }
+
+    /// Overlap `queue`.
+    pub fn queued(key: &str, reason: String) -> Outcome {
+        Outcome::new(key, Settled::Queued { reason })
+    }
+
+    fn new(key: &str, settled: Settled) -> Outcome {
+        Outcome {
+            idempotency_key: key.to_string(),
+            settled,
+        }
+    }
+
     /// The run.
-    pub idempotency_key: String,
-    /// `ENQUEUED`, `PENDING` (retry later), `FAILED`, `SKIPPED` or `QUEUED`.
-    pub status: &'static str,
-    /// Stream sequence of an `ENQUEUED` run.
-    pub stream_seq: Option<i64>,
-    /// Why it was skipped, queued or failed.
-    pub reason: Option<String>,
-    /// The launch error of this attempt.
-    pub last_error: Option<String>,
-    /// Published under `skip`/`queue`: counts against the one-in-flight index.
-    pub exclusive: bool,
+    pub fn key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// What happened.
+    pub fn settled(&self) -> &Settled {
+        &self.settled
+    }
+
+    /// The status the run takes.
+    pub fn status(&self) -> RunStatus {
+        match self.settled {
+            Settled::Enqueued { .. } => RunStatus::Enqueued,
+            Settled::Retry { .. } => RunStatus::Pending,
+            Settled::Refused { .. } | Settled::Unlaunchable(_) => RunStatus::Failed,
+            Settled::Skipped { .. } => RunStatus::Skipped,
+            Settled::Queued { .. } => RunStatus::Queued,
+        }
+    }
+
+    /// The human-readable reason written on the row, if any.
+    pub fn reason(&self) -> Option<String> {
+        match &self.settled {
+            Settled::Skipped { reason } | Settled::Queued { reason } => Some(reason.clone()),
+            Settled::Unlaunchable(why) => Some(why.reason()),
+            Settled::Refused { error } => Some(format!("launch failed permanently: {error}")),
+            Settled::Enqueued { .. } | Settled::Retry { .. } => None,
+        }
+    }
+
+    /// The launch error of this attempt, if a publish failed.
+    pub fn launch_error(&self) -> Option<&str> {
+        match &self.settled {
+            Settled::Retry { error } | Settled::Refused { error } => Some(error),
+            _ => None,
+        }
+    }
+
+    fn stream_seq(&self) -> Option<i64> {
+        match self.settled {
+            Settled::Enqueued { stream_seq, .. } => Some(stream_seq),
+            _ => None,
+        }
+    }
+
+    fn exclusive(&self) -> bool {
+        matches!(
+            self.settled,
+            Settled::Enqueued {
+                exclusive: true,
+                ..
+            }
+        )
+    }
+
     /// A publish was attempted (counts in `attempts`).
-    pub attempted: bool,
+    fn attempted(&self) -> bool {
+        matches!(
+            self.settled,
+            Settled::Enqueued { .. } | Settled::Retry { .. } | Settled::Refused { .. }
+        )
+    }
 }
 
 /// Records every outcome of a batch in one statement. `published_at` is the database's
@@ -236,16 +399,13 @@ pub async fn record(
     if outcomes.is_empty() {
         return Ok(Vec::new());
     }
-    let keys: Vec<&str> = outcomes
-        .iter()
-        .map(|o| o.idempotency_key.as_str())
-        .collect();
-    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
-    let seqs: Vec<Option<i64>> = outcomes.iter().map(|o| o.stream_seq).collect();
-    let reasons: Vec<Option<&str>> = outcomes.iter().map(|o| o.reason.as_deref()).collect();
-    let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.last_error.as_deref()).collect();
-    let exclusive: Vec<bool> = outcomes.iter().map(|o| o.exclusive).collect();
-    let attempted: Vec<bool> = outcomes.iter().map(|o| o.attempted).collect();
+    let keys: Vec<&str> = outcomes.iter().map(Outcome::key).collect();
+    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status().as_str()).collect();
+    let seqs: Vec<Option<i64>> = outcomes.iter().map(Outcome::stream_seq).collect();
+    let reasons: Vec<Option<String>> = outcomes.iter().map(Outcome::reason).collect();
+    let errors: Vec<Option<&str>> = outcomes.iter().map(Outcome::launch_error).collect();
+    let exclusive: Vec<bool> = outcomes.iter().map(Outcome::exclusive).collect();
+    let attempted: Vec<bool> = outcomes.iter().map(Outcome::attempted).collect();
     // The drift comes back with the update (no second statement on the hot path).
     let drift = sqlx::query_scalar(
         "with moved as (update schedule_runs r set status = v.status, \
@@ -331,7 +491,8 @@ pub async fn time_out(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec
 /// [`crate::Error::Database`] when the statement fails.
 pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
-        "update schedule_runs q set status = 'PENDING', reason = null, updated_at = $1 \
+        "update schedule_runs q set status = 'PENDING', reason = null, updated_at = $1, \
+           released_at = $1 \
          where q.status = 'QUEUED' and q.idempotency_key in ( \
            select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
            where w.status = 'QUEUED' \

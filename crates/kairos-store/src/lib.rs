@@ -2,14 +2,15 @@
 //! `schedule_runs` and `workflows`.
 //!
 //! Every function takes an executor (`impl PgExecutor<'_>` or `&mut PgConnection`) so that
-//! callers compose several statements into one transaction. Queries are checked at run time
+//! callers compose several statements into one unit of work: [`Tx`] (a transaction the
+//! store opens and commits; callers pass `&mut tx`) or the pool itself for one statement.
+//! Other crates never name sqlx: they hold a [`PgPool`] and a [`Tx`]. Queries are checked at run time
 //! (no `query!` macros), so a build never needs a database. "Now" is always the database's
 //! clock: callers read it once with [`now`] (optionally pinned, for tests) and pass it on.
 
 pub use sqlx::PgPool;
 
 pub mod dispatch;
-pub mod manual;
 pub mod outbox;
 pub mod planning;
 pub mod retention;
@@ -17,7 +18,11 @@ pub mod runs;
 pub mod schedules;
 pub mod stats;
 pub mod status;
+mod tx;
+pub mod wakeups;
 pub mod workflows;
+
+pub use tx::Tx;
 
 use std::time::Duration;
 

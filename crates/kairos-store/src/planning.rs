@@ -1,6 +1,6 @@
 //! The planner's statements (DESIGN.md §1, invariants 1, 3 and 4): claim due schedules with
 //! `for update skip locked`, write a batch of run rows in one `unnest` insert (`on conflict do
-//! nothing`), advance a batch of schedules in one `unnest` update, and the wake-up channel.
+//! nothing`), advance a batch of schedules in one `unnest` update.
 //!
 //! The caller holds one transaction across claim, insert and advance: the row locks of the
 //! claim are the only coordination between planners, and they die with the transaction (a
@@ -8,13 +8,10 @@
 //! conflict do nothing` for rows a dead transaction never committed anyway).
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgListener;
-use sqlx::{PgConnection, PgExecutor, PgPool};
+use kairos_core::{CatchupPolicy, RunSource};
+use sqlx::{PgConnection, PgExecutor};
 
 use crate::Result;
-
-/// The NOTIFY channel a schedule write signals on (see `migrations/20260102000000_planner.sql`).
-pub const WAKEUP_CHANNEL: &str = "kairos_schedules";
 
 /// A schedule claimed for planning: what `kairos_core::plan` and the run rows need.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -39,8 +36,9 @@ pub struct DueSchedule {
     pub next_run_at: DateTime<Utc>,
     /// Jitter bound in milliseconds.
     pub jitter_ms: i32,
-    /// `none`, `fire_immediately` or `spread`.
-    pub catchup_policy: String,
+    /// What to do with ticks older than the misfire grace.
+    #[sqlx(try_from = "String")]
+    pub catchup_policy: CatchupPolicy,
     /// The `@every` anchor when there is no `start_at`.
     pub created_at: DateTime<Utc>,
 }
@@ -109,7 +107,7 @@ impl RunRows {
 pub async fn insert_runs(
     db: impl PgExecutor<'_>,
     rows: &RunRows,
-    source: &str,
+    source: RunSource,
     now: DateTime<Utc>,
 ) -> Result<u64> {
     if rows.is_empty() {
@@ -130,7 +128,7 @@ pub async fn insert_runs(
     .bind(&rows.workflow_ids)
     .bind(&rows.versions)
     .bind(&rows.user_ids)
-    .bind(source)
+    .bind(source.as_str())
     .bind(now)
     .execute(db)
     .await?;
@@ -220,33 +218,4 @@ pub async fn planner_stats(
             .fetch_optional(db)
             .await?,
     )
-}
-
-/// The wake-up signal: a LISTEN connection on [`WAKEUP_CHANNEL`].
-#[derive(Debug)]
-pub struct Wakeups {
-    listener: PgListener,
-}
-
-impl Wakeups {
-    /// Opens a connection from `pool`'s options and listens.
-    ///
-    /// # Errors
-    /// [`crate::Error::Database`] when it cannot connect or LISTEN.
-    pub async fn listen(pool: &PgPool) -> Result<Wakeups> {
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(WAKEUP_CHANNEL).await?;
-        Ok(Wakeups { listener })
-    }
-
-    /// Waits for the next notification. After a lost connection it reconnects and
-    /// re-listens; a notification sent while it was down is lost, which is why the planner
-    /// also caps its sleep.
-    ///
-    /// # Errors
-    /// [`crate::Error::Database`] when the connection is lost and cannot be re-opened.
-    pub async fn next(&mut self) -> Result<()> {
-        self.listener.recv().await?;
-        Ok(())
-    }
 }

@@ -19,13 +19,10 @@
 //! stays unique then.
 
 use chrono::{DateTime, Utc};
+use kairos_core::RunStatus;
 use sqlx::PgExecutor;
 
 use crate::Result;
-
-/// Statuses a run never leaves (except `CANCELLED`, which a resume may bring back for a tick
-/// that is still in the future; such a tick is never older than the retention period).
-pub const TERMINAL: [&str; 5] = ["SUCCESS", "FAILED", "TIMED_OUT", "SKIPPED", "CANCELLED"];
 
 /// Which runs one batch may delete. No `Default`: every caller states the rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +60,19 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
     .bind(rule.older_than)
     .bind(i64::from(rule.keep_last))
     .bind(i64::from(rule.limit))
-    .bind(&TERMINAL[..])
+    .bind(terminal_names())
     .execute(db)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// The names of the statuses a run never leaves (except `CANCELLED`, which a resume may
+/// bring back for a tick that is still in the future; such a tick is never older than the
+/// retention period): the only rows retention may delete.
+fn terminal_names() -> Vec<&'static str> {
+    RunStatus::ALL
+        .into_iter()
+        .filter(|status| status.terminal())
+        .map(RunStatus::as_str)
+        .collect()
 }

@@ -4,12 +4,10 @@
 //! rescheduled or deleted. The planner's and dispatcher's claims live beside these (issue 4).
 
 use chrono::{DateTime, Utc};
+use kairos_core::{RunSource, RunStatus};
 use sqlx::PgExecutor;
 
 use crate::Result;
-
-/// Statuses of a run that has not been published to the stream yet.
-pub const UNPUBLISHED: [&str; 2] = ["PENDING", "QUEUED"];
 
 /// One row of `schedule_runs`.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -22,11 +20,12 @@ pub struct Run {
     pub run_at: DateTime<Utc>,
     /// The tick plus jitter.
     pub fire_at: DateTime<Utc>,
-    /// `PENDING`, `QUEUED`, `ENQUEUED`, `STARTED`, `SUCCESS`, `FAILED`, `TIMED_OUT`,
-    /// `SKIPPED` or `CANCELLED`.
-    pub status: String,
-    /// `schedule`, `manual`, `backfill` or `api`.
-    pub source: String,
+    /// Where it is in its lifecycle.
+    #[sqlx(try_from = "String")]
+    pub status: RunStatus,
+    /// What created it.
+    #[sqlx(try_from = "String")]
+    pub source: RunSource,
     /// The workflow as launched.
     pub workflow_id: String,
     /// The workflow version as launched.
@@ -57,7 +56,9 @@ pub struct Run {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "idempotency_key, schedule_id, run_at, fire_at, status, source, \
+/// The columns of [`Run`], in order: the one list every read of a whole run uses.
+pub(crate) const RUN_COLUMNS: &str =
+    "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, reason, last_error, published_at, \
     stream_seq, started_at, finished_at, executor_id, created_at, updated_at";
 
@@ -73,9 +74,9 @@ pub struct NewRun {
     /// The tick plus jitter.
     pub fire_at: DateTime<Utc>,
     /// Initial status, normally `PENDING`.
-    pub status: &'static str,
-    /// `schedule`, `manual`, `backfill` or `api`.
-    pub source: &'static str,
+    pub status: RunStatus,
+    /// What creates it.
+    pub source: RunSource,
     /// The workflow to launch.
     pub workflow_id: String,
     /// Its version.
@@ -99,8 +100,8 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
     .bind(&run.schedule_id)
     .bind(run.run_at)
     .bind(run.fire_at)
-    .bind(run.status)
-    .bind(run.source)
+    .bind(run.status.as_str())
+    .bind(run.source.as_str())
     .bind(&run.workflow_id)
     .bind(run.version)
     .bind(&run.user_id)
@@ -110,6 +111,18 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
     Ok(done.rows_affected() == 1)
 }
 
+/// One run by its key.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn get(db: impl PgExecutor<'_>, idempotency_key: &str) -> Result<Option<Run>> {
+    let sql = format!("select {RUN_COLUMNS} from schedule_runs where idempotency_key = $1");
+    Ok(sqlx::query_as(&sql)
+        .bind(idempotency_key)
+        .fetch_optional(db)
+        .await?)
+}
+
 /// A schedule's runs, newest tick first, optionally of one status.
 ///
 /// # Errors
@@ -117,17 +130,17 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
 pub async fn list_for_schedule(
     db: impl PgExecutor<'_>,
     schedule_id: &str,
-    status: Option<&str>,
+    status: Option<RunStatus>,
     limit: i64,
 ) -> Result<Vec<Run>> {
     let sql = format!(
-        "select {COLUMNS} from schedule_runs \
+        "select {RUN_COLUMNS} from schedule_runs \
          where schedule_id = $1 and ($2::text is null or status = $2) \
          order by run_at desc, idempotency_key limit $3"
     );
     Ok(sqlx::query_as(&sql)
         .bind(schedule_id)
-        .bind(status)
+        .bind(status.map(RunStatus::as_str))
         .bind(limit)
         .fetch_all(db)
         .await?)
@@ -144,7 +157,8 @@ pub struct PlannedRun {
     /// The planned tick.
     pub run_at: DateTime<Utc>,
     /// `PENDING`, `QUEUED` or `CANCELLED`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: RunStatus,
 }
 
 /// The never-published planned runs of `schedule_ids` whose tick is at or after `from`,

@@ -3,6 +3,7 @@
 //! one row. Updates are compare-and-set on `revision` (optimistic concurrency).
 
 use chrono::{DateTime, Utc};
+use kairos_core::{CatchupPolicy, OverlapPolicy};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use crate::Result;
@@ -32,10 +33,12 @@ pub struct Schedule {
     pub paused: bool,
     /// Jitter bound in milliseconds.
     pub jitter_ms: i32,
-    /// `allow`, `skip` or `queue`.
-    pub overlap_policy: String,
-    /// `none`, `fire_immediately` or `spread`.
-    pub catchup_policy: String,
+    /// What a tick does while an earlier run is in flight.
+    #[sqlx(try_from = "String")]
+    pub overlap_policy: OverlapPolicy,
+    /// What happens to ticks older than the misfire grace.
+    #[sqlx(try_from = "String")]
+    pub catchup_policy: CatchupPolicy,
     /// Higher dispatches first.
     pub priority: i32,
     /// In-flight limit in seconds, if any.
@@ -81,9 +84,9 @@ pub struct ScheduleWrite {
     /// See [`Schedule::jitter_ms`].
     pub jitter_ms: i32,
     /// See [`Schedule::overlap_policy`].
-    pub overlap_policy: String,
+    pub overlap_policy: OverlapPolicy,
     /// See [`Schedule::catchup_policy`].
-    pub catchup_policy: String,
+    pub catchup_policy: CatchupPolicy,
     /// See [`Schedule::priority`].
     pub priority: i32,
     /// See [`Schedule::max_run_seconds`].
@@ -258,9 +261,9 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::bool[]");
     args.push_bind(col(rows, |r| r.jitter_ms));
     args.push_unseparated("::int4[]");
-    args.push_bind(col(rows, |r| r.overlap_policy.clone()));
+    args.push_bind(col(rows, |r| r.overlap_policy.as_str()));
     args.push_unseparated("::text[]");
-    args.push_bind(col(rows, |r| r.catchup_policy.clone()));
+    args.push_bind(col(rows, |r| r.catchup_policy.as_str()));
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.priority));
     args.push_unseparated("::int4[]");

@@ -9,6 +9,7 @@
 //! were all skipped reports no last fire, and says so through [`ScheduleStats::runs_examined`].
 
 use chrono::{DateTime, Utc};
+use kairos_core::RunStatus;
 use sqlx::PgExecutor;
 
 use crate::Result;
@@ -22,7 +23,7 @@ pub struct RunRef {
     /// The planned tick.
     pub run_at: DateTime<Utc>,
     /// Its status now.
-    pub status: String,
+    pub status: RunStatus,
     /// Why it was skipped, cancelled or failed (for a launched run: `None` unless it failed).
     pub reason: Option<String>,
     /// The last launch or run error.
@@ -61,7 +62,7 @@ impl ScheduleStats {
         let detail = run.reason.as_deref().or(run.last_error.as_deref());
         Some(match detail {
             Some(detail) => format!("{}: {detail}", run.status),
-            None => run.status.clone(),
+            None => run.status.to_string(),
         })
     }
 }
@@ -135,7 +136,8 @@ pub async fn for_schedule(
                last_error: Option<String>| {
         Some(RunRef {
             run_at: run_at?,
-            status: status?,
+            // The column's CHECK admits only the enum's names.
+            status: status?.parse().ok()?,
             reason,
             last_error,
         })

@@ -1,53 +1,26 @@
-//! Executor status callbacks (`STARTED`, `SUCCESS`, `FAILED`) applied to a run: the
-//! forward-only state machine of DESIGN.md §3 in one statement (invariant 7), executor
-//! ownership, and the release of the next `QUEUED` run when an exclusive run ends.
+//! Executor status reports applied to a run: the forward-only state machine of DESIGN.md §3
+//! in one statement (invariant 7), executor ownership, and the release of the next `QUEUED`
+//! run when an exclusive run ends.
 //!
 //! Ranks: `PENDING` 0 < `ENQUEUED` 1 < `STARTED` 2 < final 3. A report applies only when it
 //! raises the rank, so a repeated or stale report (`STARTED` after `SUCCESS`) is a no-op.
-//! `PENDING` accepts reports because an executor only learns a key from a launch message:
-//! a `PENDING` run it reports on was published by a dispatcher that died before recording
-//! it. `QUEUED`, `SKIPPED` and `CANCELLED` runs were never published; reports on them are
-//! no-ops.
+//!
+//! An executor only learns a key from a launch message, so a report on a run that was never
+//! published is refused ([`Applied::Unpublished`]): `QUEUED`, `SKIPPED`, `CANCELLED` or a
+//! failed-before-publish run, and a `PENDING` run whose `fire_at` has not come (no
+//! dispatcher can have published it). A due `PENDING` run is accepted: a dispatcher that
+//! died between the PubAck and its commit leaves exactly that. Such a run becomes in flight
+//! here, so for an exclusive schedule it is refused while another run is in flight
+//! ([`Applied::Blocked`]) instead of breaking the one-in-flight index.
 
 use chrono::{DateTime, Utc};
+use kairos_core::Reported;
 use sqlx::PgConnection;
 
 use crate::runs::Run;
 use crate::Result;
 
-/// What an executor reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reported {
-    /// The run began.
-    Started,
-    /// The run ended well.
-    Success,
-    /// The run ended badly.
-    Failed,
-}
-
-impl Reported {
-    /// The status as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reported::Started => "STARTED",
-            Reported::Success => "SUCCESS",
-            Reported::Failed => "FAILED",
-        }
-    }
-
-    /// Parses `STARTED`, `SUCCESS` or `FAILED`.
-    pub fn parse(text: &str) -> Option<Reported> {
-        match text {
-            "STARTED" => Some(Reported::Started),
-            "SUCCESS" => Some(Reported::Success),
-            "FAILED" => Some(Reported::Failed),
-            _ => None,
-        }
-    }
-}
-
-/// One status callback.
+/// One status report, as the intake parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusReport {
     /// The new status.
@@ -74,11 +47,21 @@ pub enum Applied {
         /// Its owner.
         owner: String,
     },
+    /// The run was never published, so no executor can be running it.
+    Unpublished(Run),
+    /// The run was not recorded as published and another run of its exclusive schedule
+    /// is in flight: it cannot be in flight too.
+    Blocked {
+        /// The run as it is.
+        run: Run,
+        /// The key of the run in flight.
+        in_flight: String,
+    },
     /// No run has this key.
     NotFound,
 }
 
-/// Applies `report` to the run `key`.
+/// Applies `report` to the run `key`; "now" is the database's clock (`pinned` in tests).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when a statement fails.
@@ -88,66 +71,64 @@ pub async fn apply(
     report: &StatusReport,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Applied> {
-    let action: Option<String> = sqlx::query_scalar(TRANSITION)
+    let decided: Option<(String, Option<String>)> = sqlx::query_as(TRANSITION)
         .bind(key)
         .bind(report.status.as_str())
         .bind(report.executor_id.as_deref())
         .bind(report.run_id.as_deref())
         .bind(report.error.as_deref())
         .bind(pinned)
+        .bind(crate::wakeups::RUNS_CHANNEL)
         .fetch_optional(&mut *db)
         .await?;
-    let Some(action) = action else {
+    let Some((action, in_flight)) = decided else {
         return Ok(Applied::NotFound);
     };
-    let run: Run = sqlx::query_as(&format!(
-        "select {RUN_COLUMNS} from schedule_runs where idempotency_key = $1"
-    ))
-    .bind(key)
-    .fetch_one(&mut *db)
-    .await?;
-    Ok(match action.as_str() {
-        "apply" => Applied::Moved(run),
-        "conflict" => Applied::Conflict {
+    let run = crate::runs::get(&mut *db, key)
+        .await?
+        .expect("the transition locked this row in this transaction");
+    Ok(match (action.as_str(), in_flight) {
+        ("apply", _) => Applied::Moved(run),
+        ("conflict", _) => Applied::Conflict {
             owner: run.executor_id.clone().unwrap_or_default(),
             run,
         },
+        ("unpublished", _) => Applied::Unpublished(run),
+        ("blocked", Some(in_flight)) => Applied::Blocked { run, in_flight },
         _ => Applied::Unchanged(run),
     })
 }
 
-/// The columns of [`Run`].
-const RUN_COLUMNS: &str = "idempotency_key, schedule_id, run_at, fire_at, status, source, \
-    workflow_id, version, user_id, run_id, attempts, reason, last_error, published_at, \
-    stream_seq, started_at, finished_at, executor_id, created_at, updated_at";
-
-/// Reads one run by key.
-///
-/// # Errors
-/// [`crate::Error::Database`] when the query fails.
-pub async fn get(db: &mut PgConnection, key: &str) -> Result<Option<Run>> {
-    Ok(sqlx::query_as(&format!(
-        "select {RUN_COLUMNS} from schedule_runs where idempotency_key = $1"
-    ))
-    .bind(key)
-    .fetch_optional(db)
-    .await?)
-}
-
 /// The transition. `cur` locks the row (concurrent reports on one run queue up and each
-/// sees the latest status); `decision` ranks; `upd` moves it; `released` frees the oldest
-/// `QUEUED` run of the schedule when an exclusive run reached a final status.
+/// sees the latest status); `blocker` is another exclusive in-flight run of the schedule;
+/// `decision` ranks; `upd` moves it; `released` frees the oldest `QUEUED` run of the
+/// schedule when an exclusive run reached a final status, and `woken` tells dispatchers.
 const TRANSITION: &str = "
 with cur as (
-    select idempotency_key, status, executor_id from schedule_runs
+    select idempotency_key, schedule_id, status, executor_id, published_at, fire_at,
+        source <> 'api' and coalesce((select s.overlap_policy in ('skip', 'queue')
+            from schedules s where s.schedule_id = r.schedule_id), false) as exclusive_now
+    from schedule_runs r
     where idempotency_key = $1 for update
+), blocker as (
+    select min(b.idempotency_key) as key from schedule_runs b join cur
+      on b.schedule_id = cur.schedule_id and b.idempotency_key <> cur.idempotency_key
+    where b.exclusive and b.status in ('ENQUEUED', 'STARTED')
 ), decision as (
     select cur.idempotency_key,
         case
+            when cur.status = 'PENDING'
+                 and cur.fire_at > coalesce($6, clock_timestamp())
+                then 'unpublished'
+            when cur.status <> 'PENDING' and cur.published_at is null
+                then 'unpublished'
             when $3::text is not null and cur.executor_id is not null
                  and cur.executor_id <> $3
                  and ($2 = 'STARTED' or cur.status in ('PENDING', 'ENQUEUED', 'STARTED'))
                 then 'conflict'
+            when cur.status = 'PENDING' and cur.exclusive_now
+                 and (select key from blocker) is not null
+                then 'blocked'
             when (case cur.status when 'PENDING' then 0 when 'ENQUEUED' then 1
                                   when 'STARTED' then 2 else 3 end)
                  < (case $2 when 'STARTED' then 2 else 3 end)
@@ -169,21 +150,23 @@ with cur as (
         reason = case when $2 = 'FAILED' then 'executor reported FAILED' else r.reason end,
         -- A PENDING run reported on was published by a dispatcher that died before
         -- recording it: it is in flight now, exclusive if its schedule says so.
-        exclusive = case when r.status = 'PENDING' then r.source <> 'api' and coalesce(
-                (select s.overlap_policy in ('skip', 'queue') from schedules s
-                 where s.schedule_id = r.schedule_id), false)
+        exclusive = case when r.status = 'PENDING' then cur.exclusive_now
             else r.exclusive end,
         updated_at = coalesce($6, clock_timestamp())
-    from decision d
+    from decision d, cur
     where r.idempotency_key = d.idempotency_key and d.action = 'apply'
     returning r.schedule_id, r.status, r.exclusive
 ), released as (
     update schedule_runs q set status = 'PENDING', reason = null,
+        released_at = coalesce($6, clock_timestamp()),
         updated_at = coalesce($6, clock_timestamp())
     where q.idempotency_key = (
         select w.idempotency_key from schedule_runs w join upd on w.schedule_id = upd.schedule_id
         where upd.exclusive and upd.status in ('SUCCESS', 'FAILED') and w.status = 'QUEUED'
         order by w.fire_at, w.idempotency_key limit 1)
     returning q.idempotency_key
+), woken as (
+    select pg_notify($7, '') from released
 )
-select action from decision";
+select action, (select key from blocker) as in_flight
+from decision left join (select count(*) as n from woken) as w on true";

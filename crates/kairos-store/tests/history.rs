@@ -4,6 +4,7 @@
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_core::RunStatus;
 use kairos_store::retention::{self, RetentionRule};
 use kairos_store::stats::{self, RunRef};
 use sqlx::PgPool;
@@ -16,13 +17,14 @@ fn at(text: &str) -> DateTime<Utc> {
 struct Row<'a> {
     schedule_id: &'a str,
     run_at: DateTime<Utc>,
-    status: &'a str,
+    status: RunStatus,
     published: bool,
     reason: Option<&'a str>,
 }
 
-fn row<'a>(schedule_id: &'a str, run_at: DateTime<Utc>, status: &'a str) -> Row<'a> {
-    let published = matches!(status, "ENQUEUED" | "STARTED" | "SUCCESS" | "TIMED_OUT");
+fn row(schedule_id: &str, run_at: DateTime<Utc>, status: RunStatus) -> Row<'_> {
+    let published =
+        status.in_flight() || matches!(status, RunStatus::Success | RunStatus::TimedOut);
     Row {
         schedule_id,
         run_at,
@@ -42,7 +44,7 @@ async fn insert(pool: &PgPool, rows: &[Row<'_>]) {
         )
         .bind(r.schedule_id)
         .bind(r.run_at)
-        .bind(r.status)
+        .bind(r.status.as_str())
         .bind(r.published)
         .bind(r.reason)
         .execute(pool)
@@ -65,14 +67,17 @@ async fn schedule(pool: &PgPool, schedule_id: &str, missed_ticks: i64, error: Op
     .expect("insert schedule");
 }
 
-async fn statuses(pool: &PgPool, schedule_id: &str) -> Vec<(DateTime<Utc>, String)> {
-    sqlx::query_as(
+async fn statuses(pool: &PgPool, schedule_id: &str) -> Vec<(DateTime<Utc>, RunStatus)> {
+    let rows: Vec<(DateTime<Utc>, String)> = sqlx::query_as(
         "select run_at, status from schedule_runs where schedule_id = $1 order by run_at",
     )
     .bind(schedule_id)
     .fetch_all(pool)
     .await
-    .expect("read runs")
+    .expect("read runs");
+    rows.into_iter()
+        .map(|(at, status)| (at, status.parse().expect("a run status")))
+        .collect()
 }
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
@@ -81,28 +86,28 @@ async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch(pool: PgP
     let t = |m: i64| at("2026-03-01T10:00:00Z") + Duration::minutes(m);
     let skipped = Row {
         reason: Some("overlap skip: run abc is in flight"),
-        ..row("s1", t(2), "SKIPPED")
+        ..row("s1", t(2), RunStatus::Skipped)
     };
     let failed = Row {
         reason: Some("launch failed permanently: dag missing"),
-        ..row("s1", t(3), "FAILED")
+        ..row("s1", t(3), RunStatus::Failed)
     };
     let executor_failed = Row {
         reason: Some("executor reported FAILED"),
         published: true,
-        ..row("s1", t(5), "FAILED")
+        ..row("s1", t(5), RunStatus::Failed)
     };
     insert(
         &pool,
         &[
-            row("s1", t(0), "SUCCESS"),
-            row("s1", t(1), "SKIPPED"),
+            row("s1", t(0), RunStatus::Success),
+            row("s1", t(1), RunStatus::Skipped),
             skipped,
             failed,
-            row("s1", t(4), "STARTED"),
+            row("s1", t(4), RunStatus::Started),
             executor_failed,
-            row("s1", t(6), "PENDING"),
-            row("other", t(9), "SKIPPED"),
+            row("s1", t(6), RunStatus::Pending),
+            row("other", t(9), RunStatus::Skipped),
         ],
     )
     .await;
@@ -114,7 +119,7 @@ async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch(pool: PgP
         got.last_fire,
         Some(RunRef {
             run_at: t(5),
-            status: "FAILED".into(),
+            status: RunStatus::Failed,
             reason: Some("executor reported FAILED".into()),
             last_error: None,
         }),
@@ -124,7 +129,7 @@ async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch(pool: PgP
         .last_not_launched
         .as_ref()
         .expect("a tick did not launch");
-    assert_eq!((missed.run_at, missed.status.as_str()), (t(3), "FAILED"));
+    assert_eq!((missed.run_at, missed.status), (t(3), RunStatus::Failed));
     assert_eq!(
         got.why().as_deref(),
         Some("FAILED: launch failed permanently: dag missing")
@@ -150,7 +155,11 @@ async fn a_parked_schedule_says_why_and_a_deleted_one_keeps_its_run_stats(pool: 
     schedule(&pool, "parked", 0, Some("cron_expr: no longer parses")).await;
     insert(
         &pool,
-        &[row("parked", at("2026-03-01T10:00:00Z"), "SUCCESS")],
+        &[row(
+            "parked",
+            at("2026-03-01T10:00:00Z"),
+            RunStatus::Success,
+        )],
     )
     .await;
     let parked = stats::for_schedule(&pool, "parked", 10)
@@ -162,7 +171,11 @@ async fn a_parked_schedule_says_why_and_a_deleted_one_keeps_its_run_stats(pool: 
     );
 
     // No schedules row (deleted): run stats still answer, missed_ticks is 0.
-    insert(&pool, &[row("gone", at("2026-03-01T10:00:00Z"), "SUCCESS")]).await;
+    insert(
+        &pool,
+        &[row("gone", at("2026-03-01T10:00:00Z"), RunStatus::Success)],
+    )
+    .await;
     let gone = stats::for_schedule(&pool, "gone", 10).await.expect("stats");
     assert_eq!(gone.missed_ticks, 0);
     assert_eq!(gone.runs_examined, 1);
@@ -187,22 +200,33 @@ fn rule(now: DateTime<Utc>, keep_last: u32, limit: u32) -> RetentionRule {
 async fn retention_deletes_old_terminal_runs_beyond_keep_last_in_bounded_batches(pool: PgPool) {
     let now = at("2026-06-01T00:00:00Z");
     let old = |day: i64| now - Duration::days(100 - day);
-    let terminal = ["SUCCESS", "FAILED", "TIMED_OUT", "SKIPPED", "CANCELLED"];
+    let terminal = [
+        RunStatus::Success,
+        RunStatus::Failed,
+        RunStatus::TimedOut,
+        RunStatus::Skipped,
+        RunStatus::Cancelled,
+    ];
     // Schedule a: 10 old terminal runs, then 2 recent ones.
     let mut rows: Vec<Row> = (0..10)
         .map(|i| row("a", old(i), terminal[i as usize % 5]))
         .collect();
-    rows.push(row("a", now - Duration::days(1), "SUCCESS"));
-    rows.push(row("a", now - Duration::hours(1), "SUCCESS"));
+    rows.push(row("a", now - Duration::days(1), RunStatus::Success));
+    rows.push(row("a", now - Duration::hours(1), RunStatus::Success));
     // Schedule b: old runs that are not finished, which retention never touches.
-    for (i, status) in ["PENDING", "QUEUED", "ENQUEUED", "STARTED"]
-        .iter()
-        .enumerate()
+    for (i, status) in [
+        RunStatus::Pending,
+        RunStatus::Queued,
+        RunStatus::Enqueued,
+        RunStatus::Started,
+    ]
+    .into_iter()
+    .enumerate()
     {
         rows.push(row("b", old(i as i64), status));
     }
     // A deleted schedule's history (no schedules row): same rule.
-    rows.extend((0..6).map(|i| row("gone", old(i), "SUCCESS")));
+    rows.extend((0..6).map(|i| row("gone", old(i), RunStatus::Success)));
     insert(&pool, &rows).await;
 
     // keep_last 5: a keeps its 2 recent + 3 newest old; gone keeps 5 of 6.
@@ -256,8 +280,8 @@ async fn retention_skips_a_locked_row_instead_of_waiting(pool: PgPool) {
     insert(
         &pool,
         &[
-            row("a", old, "SUCCESS"),
-            row("a", old + Duration::hours(1), "SUCCESS"),
+            row("a", old, RunStatus::Success),
+            row("a", old + Duration::hours(1), RunStatus::Success),
         ],
     )
     .await;
@@ -278,5 +302,5 @@ async fn retention_skips_a_locked_row_instead_of_waiting(pool: PgPool) {
     assert_eq!(deleted, 1);
     holder.rollback().await.expect("rollback");
     let left = statuses(&pool, "a").await;
-    assert_eq!(left, vec![(old, "SUCCESS".to_string())]);
+    assert_eq!(left, vec![(old, RunStatus::Success)]);
 }

@@ -1,7 +1,6 @@
-//! The metrics of kairos (issue 5): names, units, buckets, and the recording of what the
-//! worker roles report. Recorded through the `metrics` facade from the report of each
-//! planner pass, dispatcher round, sweep and status event, after its transaction; never
-//! inside a claim. Which recorder receives them is the binary's choice (`kairos serve`
+//! The metrics catalog of kairos: names, units, buckets, label sets, and one recording
+//! function per fact. It imports nothing from the loops: the planner, dispatcher, intake and
+//! registrar call these with plain counts after their transaction, never inside a claim. Which recorder receives them is the binary's choice (`kairos serve`
 //! installs the one [`recorder`] builds, tests set one locally); with none installed every
 //! call is a no-op.
 //!
@@ -12,9 +11,6 @@ use std::time::Duration;
 
 use kairos_store::outbox::Backlog;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
-
-use crate::dispatcher::Round;
-use crate::planner::PassReport;
 
 /// Histogram: seconds from a planner tick's `run_at` to the PubAck of its launch message
 /// (`published_at - run_at`), observed once per tick moved to `ENQUEUED`.
@@ -66,14 +62,20 @@ pub enum SkipReason {
     /// Older than the misfire grace and not caught up (catch-up `none`, or beyond
     /// `max_catchup`); counted, no run row.
     Missed,
+    /// Inside a paused span; counted on resume, no run row.
+    Paused,
 }
 
 impl SkipReason {
+    /// Every reason (exported at 0 from the start).
+    pub const ALL: [SkipReason; 3] = [SkipReason::Overlap, SkipReason::Missed, SkipReason::Paused];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::Overlap => "overlap",
             SkipReason::Missed => "missed",
+            SkipReason::Paused => "paused",
         }
     }
 }
@@ -92,6 +94,14 @@ pub enum LaunchFailure {
 }
 
 impl LaunchFailure {
+    /// Every reason (exported at 0 from the start).
+    pub const ALL: [LaunchFailure; 4] = [
+        LaunchFailure::Deadline,
+        LaunchFailure::WorkflowMissing,
+        LaunchFailure::Permanent,
+        LaunchFailure::Retryable,
+    ];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -114,9 +124,26 @@ pub enum StatusOutcome {
     Conflict,
     /// No run has that key.
     UnknownRun,
+    /// The run was never published; no executor can be running it.
+    Unpublished,
+    /// Another run of the exclusive schedule is in flight.
+    Blocked,
+    /// The report broke a field rule (or, on NATS, could not be decoded).
+    Invalid,
 }
 
 impl StatusOutcome {
+    /// Every outcome (exported at 0 from the start).
+    pub const ALL: [StatusOutcome; 7] = [
+        StatusOutcome::Applied,
+        StatusOutcome::Unchanged,
+        StatusOutcome::Conflict,
+        StatusOutcome::UnknownRun,
+        StatusOutcome::Unpublished,
+        StatusOutcome::Blocked,
+        StatusOutcome::Invalid,
+    ];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -124,6 +151,9 @@ impl StatusOutcome {
             StatusOutcome::Unchanged => "unchanged",
             StatusOutcome::Conflict => "conflict",
             StatusOutcome::UnknownRun => "unknown_run",
+            StatusOutcome::Unpublished => "unpublished",
+            StatusOutcome::Blocked => "blocked",
+            StatusOutcome::Invalid => "invalid",
         }
     }
 }
@@ -215,62 +245,90 @@ impl BatchTimer {
     }
 }
 
-/// Records a committed planner pass that took `elapsed`.
-pub fn record_pass(report: &PassReport, elapsed: Duration) {
-    if report.claimed == 0 {
-        return;
+/// The `status` label of [`STATUS_EVENTS`] for a report whose status could not be read.
+pub const UNKNOWN_STATUS: &str = "unknown";
+
+/// Exports every counter of a fixed label set at 0, so `rate()` and alerts work before the
+/// first event (a counter the recorder has never seen is absent from `/metrics`). Call once
+/// after installing the recorder.
+pub fn zero() {
+    for name in [RUNS_PLANNED, RUNS_EMITTED, RUNS_QUEUED, RUNS_TIMED_OUT] {
+        metrics::counter!(name).increment(0);
     }
+    for reason in SkipReason::ALL {
+        skipped(reason, 0);
+    }
+    for reason in LaunchFailure::ALL {
+        failed_launch(reason, 0);
+    }
+    let statuses = kairos_core::Reported::ALL.map(kairos_core::Reported::as_str);
+    for status in statuses.into_iter().chain([UNKNOWN_STATUS]) {
+        for outcome in StatusOutcome::ALL {
+            metrics::counter!(STATUS_EVENTS, "status" => status, "outcome" => outcome.as_str())
+                .increment(0);
+        }
+    }
+}
+
+/// A planner pass that claimed schedules took `elapsed`.
+pub fn pass_duration(elapsed: Duration) {
     metrics::histogram!(PLANNER_PASS_DURATION).record(elapsed.as_secs_f64());
-    metrics::counter!(RUNS_PLANNED).increment(report.inserted);
-    if report.missed > 0 {
-        skipped(SkipReason::Missed, report.missed);
-    }
 }
 
-/// Records a dispatcher round (committed, or an empty one) that took `elapsed`.
-pub fn record_round(round: &Round, elapsed: Duration) {
-    if round.claimed == 0 {
-        return;
-    }
+/// A dispatcher round that claimed runs took `elapsed`.
+pub fn round_duration(elapsed: Duration) {
     metrics::histogram!(DISPATCHER_ROUND_DURATION).record(elapsed.as_secs_f64());
-    let count = |n: usize| n as u64;
-    if round.enqueued > 0 {
-        metrics::counter!(RUNS_EMITTED).increment(count(round.enqueued));
+}
+
+/// `n` run rows written by the planner.
+pub fn planned(n: u64) {
+    metrics::counter!(RUNS_PLANNED).increment(n);
+}
+
+/// `n` runs published and acknowledged.
+pub fn emitted(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_EMITTED).increment(n);
     }
-    if round.skipped > 0 {
-        skipped(SkipReason::Overlap, count(round.skipped));
+}
+
+/// `n` ticks that did not fire, for `reason`.
+pub fn skipped(reason: SkipReason, n: u64) {
+    metrics::counter!(RUNS_SKIPPED, "reason" => reason.as_str()).increment(n);
+}
+
+/// `n` runs queued behind an in-flight run.
+pub fn queued(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_QUEUED).increment(n);
     }
-    if round.queued > 0 {
-        metrics::counter!(RUNS_QUEUED).increment(count(round.queued));
-    }
-    let permanent = round.failed - round.failed_late - round.failed_no_workflow;
-    for (reason, n) in [
-        (LaunchFailure::Deadline, round.failed_late),
-        (LaunchFailure::WorkflowMissing, round.failed_no_workflow),
-        (LaunchFailure::Permanent, permanent),
-        (LaunchFailure::Retryable, round.retry),
-    ] {
-        if n > 0 {
-            metrics::counter!(RUNS_FAILED_LAUNCH, "reason" => reason.as_str()).increment(count(n));
-        }
-    }
-    if !round.drift_seconds.is_empty() {
+}
+
+/// `n` launches that did not enqueue, for `reason`.
+pub fn failed_launch(reason: LaunchFailure, n: u64) {
+    metrics::counter!(RUNS_FAILED_LAUNCH, "reason" => reason.as_str()).increment(n);
+}
+
+/// The fire drift of each planner tick enqueued (seconds from `run_at` to `published_at`).
+pub fn drift(seconds: &[f64]) {
+    if !seconds.is_empty() {
         let drift = metrics::histogram!(FIRE_DRIFT);
-        for seconds in &round.drift_seconds {
-            drift.record(*seconds);
+        for s in seconds {
+            drift.record(*s);
         }
     }
 }
 
-/// Records the runs a sweep timed out.
-pub fn record_timed_out(timed_out: usize) {
-    if timed_out > 0 {
-        metrics::counter!(RUNS_TIMED_OUT).increment(timed_out as u64);
+/// The runs a sweep timed out.
+pub fn timed_out(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_TIMED_OUT).increment(n);
     }
 }
 
-/// Records one executor status report (`status`: `STARTED`, `SUCCESS` or `FAILED`).
-pub fn record_status(status: &'static str, outcome: StatusOutcome) {
+/// One executor status report (`status`: a [`kairos_core::Reported`] name, or
+/// [`UNKNOWN_STATUS`]).
+pub fn status_event(status: &'static str, outcome: StatusOutcome) {
     metrics::counter!(STATUS_EVENTS, "status" => status, "outcome" => outcome.as_str())
         .increment(1);
 }
@@ -280,10 +338,6 @@ pub fn record_backlog(backlog: &Backlog) {
     metrics::gauge!(OUTBOX_PENDING).set(backlog.pending as f64);
     metrics::gauge!(OUTBOX_OLDEST).set(backlog.oldest_seconds.max(0.0));
     metrics::gauge!(SCHEDULES_DUE).set(backlog.schedules_due as f64);
-}
-
-fn skipped(reason: SkipReason, n: u64) {
-    metrics::counter!(RUNS_SKIPPED, "reason" => reason.as_str()).increment(n);
 }
 
 /// Reads the backlog (one statement, by the database's clock) and sets its gauges. Called

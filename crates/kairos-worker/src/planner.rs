@@ -13,7 +13,7 @@
 //! between passes (a monotonic duration), which can make a pass earlier or later but never
 //! changes what a pass decides.
 //!
-//! A schedule whose stored spec, zone or policy no longer parses (only possible after a
+//! A schedule whose stored spec or zone no longer parses (only possible after a
 //! core change) is *parked*: `next_run_at` NULL and `planner_error` set, logged once, so it
 //! cannot wedge the loop. A registrar write of a new spec un-parks it.
 
@@ -22,14 +22,15 @@ use std::future::Future;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{parse_zone, plan, CatchupPolicy, PlanInput, PlanParams, Spec, Timetable, Tz};
-use kairos_store::planning::{self, Advances, DueSchedule, RunRows, Wakeups};
-use kairos_store::PgPool;
+use kairos_core::{
+    parse_zone, plan, CatchupPolicy, PlanInput, PlanParams, RunSource, Spec, Timetable, Tz,
+};
+use kairos_store::planning::{self, Advances, DueSchedule, RunRows};
+use kairos_store::wakeups::{self, SCHEDULES_CHANNEL};
+use kairos_store::{PgPool, Tx};
 
 use crate::crash::crash_point;
-
-/// Source written on the runs the planner creates.
-pub const SOURCE: &str = "schedule";
+use crate::wake::Wake;
 
 /// The planner's knobs (from `[scheduler]`). No `Default`: every caller states them.
 #[derive(Debug, Clone)]
@@ -58,12 +59,6 @@ pub enum Error {
     /// The database failed; the pass's transaction was rolled back.
     #[error("planner store call failed")]
     Store(#[from] kairos_store::Error),
-}
-
-impl From<sqlx::Error> for Error {
-    fn from(err: sqlx::Error) -> Error {
-        Error::Store(kairos_store::Error::Database(err))
-    }
 }
 
 /// Result of planner calls.
@@ -112,16 +107,16 @@ impl Planner {
     #[tracing::instrument(name = "planner", skip_all)]
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
-        let mut wakeups = None;
+        let mut wake = Wake::new(SCHEDULES_CHANNEL, "planner");
         tracing::info!(batch_size = self.config.batch_size, "planner started");
         loop {
-            self.ensure_listening(&mut wakeups).await;
+            wake.ensure(&self.pool).await;
             let pause = self.tick().await;
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
                 () = tokio::time::sleep(pause) => {}
-                () = next_wakeup(&mut wakeups) => {}
+                () = wake.next() => {}
             }
         }
         tracing::info!("planner stopped; its last pass committed, no claims held");
@@ -146,7 +141,7 @@ impl Planner {
     /// [`Error::Store`]; nothing was written.
     pub async fn pass(&self) -> Result<PassReport> {
         let started = crate::metrics::BatchTimer::start();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, self.config.pinned_now).await?;
         let limit = i64::from(self.config.batch_size);
         let due = planning::claim_due(&mut tx, now + self.config.lookahead, limit).await?;
@@ -156,8 +151,13 @@ impl Planner {
             return Ok(PassReport::empty(now));
         }
         let batch = plan_batch(&due, self.params(now));
-        let inserted = planning::insert_runs(&mut *tx, &batch.runs, SOURCE, now).await?;
+        let inserted =
+            planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, now).await?;
         planning::advance(&mut *tx, &batch.advances).await?;
+        if inserted > 0 {
+            // A run may be due before the time a dispatcher went to sleep until.
+            wakeups::runs_due(&mut *tx).await?;
+        }
         crash_point("planner_before_commit");
         tx.commit().await?;
         let report = PassReport {
@@ -180,7 +180,7 @@ impl Planner {
             caught_up = report.caught_up,
             "planner pass"
         );
-        crate::metrics::record_pass(&report, started.elapsed());
+        report.record(started.elapsed());
         Ok(report)
     }
 
@@ -208,19 +208,6 @@ impl Planner {
             .unwrap_or(StdDuration::ZERO);
         Ok(until_due.clamp(floor, self.config.tick))
     }
-
-    /// Opens the LISTEN connection when there is none (at start, and after it was lost).
-    async fn ensure_listening(&self, wakeups: &mut Option<Wakeups>) {
-        if wakeups.is_some() {
-            return;
-        }
-        match Wakeups::listen(&self.pool).await {
-            Ok(listening) => *wakeups = Some(listening),
-            Err(err) => {
-                tracing::warn!(error = %crate::error_chain(&err), "planner cannot listen; polling every tick");
-            }
-        }
-    }
 }
 
 impl PassReport {
@@ -235,17 +222,17 @@ impl PassReport {
             parked: 0,
         }
     }
-}
 
-/// Resolves on the next wake-up; never, when not listening. A lost connection is dropped
-/// here (and re-opened by the loop), so a broken listener cannot make the loop spin.
-async fn next_wakeup(wakeups: &mut Option<Wakeups>) {
-    let Some(listening) = wakeups else {
-        return std::future::pending().await;
-    };
-    if let Err(err) = listening.next().await {
-        tracing::warn!(error = %crate::error_chain(&err), "planner lost its LISTEN connection");
-        *wakeups = None;
+    /// The pass's metrics (a pass that claimed nothing records nothing).
+    fn record(&self, elapsed: StdDuration) {
+        if self.claimed == 0 {
+            return;
+        }
+        crate::metrics::pass_duration(elapsed);
+        crate::metrics::planned(self.inserted);
+        if self.missed > 0 {
+            crate::metrics::skipped(crate::metrics::SkipReason::Missed, self.missed);
+        }
     }
 }
 
@@ -301,15 +288,9 @@ fn plan_batch(due: &[DueSchedule], params: PlanParams) -> Batch {
         let rules = parsed
             .entry((&schedule.cron_expr, &schedule.timezone))
             .or_insert_with(|| parse_rules(&schedule.cron_expr, &schedule.timezone));
-        let planned = rules.clone().and_then(|(spec, zone)| {
-            let catchup: CatchupPolicy = schedule
-                .catchup_policy
-                .parse()
-                .map_err(|e| format!("{e}"))?;
-            Ok((spec, zone, catchup))
-        });
-        match planned {
-            Ok((spec, zone, catchup)) => {
+        match rules.clone() {
+            Ok((spec, zone)) => {
+                let catchup = schedule.catchup_policy;
                 add_plan(&mut batch, schedule, spec, zone, catchup, params)
             }
             Err(reason) => park(&mut batch, schedule, reason),

@@ -11,7 +11,8 @@ use std::time::Duration;
 use dispatcher_support::{
     config, field, key, launcher, nats, run, schedule, statuses, stream_ids, workflow,
 };
-use kairos_store::status::{apply, Reported, StatusReport};
+use kairos_core::{Reported, RunStatus};
+use kairos_store::status::{apply, StatusReport};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
 
@@ -71,7 +72,7 @@ async fn race(pool: PgPool, instances: usize) {
     let runs = statuses(&pool).await;
     let enqueued: HashSet<String> = runs
         .iter()
-        .filter(|(_, status)| *status == "ENQUEUED")
+        .filter(|(_, status)| **status == RunStatus::Enqueued)
         .map(|(key, _)| key.clone())
         .collect();
     assert_eq!(
@@ -79,7 +80,10 @@ async fn race(pool: PgPool, instances: usize) {
         200 + 20,
         "every allow run and one run per skip schedule"
     );
-    assert_eq!(runs.values().filter(|s| *s == "SKIPPED").count(), 80);
+    assert_eq!(
+        runs.values().filter(|s| **s == RunStatus::Skipped).count(),
+        80
+    );
     let ids = stream_ids(&first).await;
     assert_eq!(ids.len(), 220, "exactly one message per launched run");
     assert_eq!(ids.into_iter().collect::<HashSet<_>>(), enqueued);
@@ -168,13 +172,19 @@ async fn killed_between_ack_and_record_loses_and_doubles_nothing(pool: PgPool) {
         "the child published all"
     );
     assert!(
-        statuses(&pool).await.values().all(|s| s == "PENDING"),
+        statuses(&pool)
+            .await
+            .values()
+            .all(|s| *s == RunStatus::Pending),
         "the killed transaction rolled back"
     );
 
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
     drain(&dispatcher).await;
-    assert!(statuses(&pool).await.values().all(|s| s == "ENQUEUED"));
+    assert!(statuses(&pool)
+        .await
+        .values()
+        .all(|s| *s == RunStatus::Enqueued));
     let ids = stream_ids(&launcher).await;
     assert_eq!(
         ids, keys,
@@ -195,7 +205,10 @@ async fn nats_outage_loses_nothing_and_keeps_fire_at_order(pool: PgPool) {
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
     let round = dispatcher.round().await.expect("round while nats is down");
     assert_eq!((round.retry, round.enqueued), (30, 0));
-    assert!(statuses(&pool).await.values().all(|s| s == "PENDING"));
+    assert!(statuses(&pool)
+        .await
+        .values()
+        .all(|s| *s == RunStatus::Pending));
     assert_eq!(
         field(&pool, &keys[0], "attempts").await.as_deref(),
         Some("1")
@@ -209,7 +222,10 @@ async fn nats_outage_loses_nothing_and_keeps_fire_at_order(pool: PgPool) {
         async move { dispatcher.run(async { stopped.await.unwrap_or(()) }).await }
     });
     dispatcher_support::until(Duration::from_secs(20), "all runs enqueued", || async {
-        statuses(&pool).await.values().all(|s| s == "ENQUEUED")
+        statuses(&pool)
+            .await
+            .values()
+            .all(|s| *s == RunStatus::Enqueued)
     })
     .await;
     stop.send(()).expect("loop alive");
@@ -237,10 +253,10 @@ async fn overlap_allow_and_skip(pool: PgPool) {
     let runs = statuses(&pool).await;
     assert_eq!(
         runs[&key(3)],
-        "ENQUEUED",
+        RunStatus::Enqueued,
         "allow fires over an in-flight run"
     );
-    assert_eq!(runs[&key(4)], "SKIPPED");
+    assert_eq!(runs[&key(4)], RunStatus::Skipped);
     let reason = field(&pool, &key(4), "reason").await.expect("reason");
     assert!(reason.contains(&key(2)), "{reason}");
 
@@ -249,7 +265,7 @@ async fn overlap_allow_and_skip(pool: PgPool) {
     drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await[&key(5)],
-        "ENQUEUED",
+        RunStatus::Enqueued,
         "the blocker ended"
     );
 }
@@ -264,28 +280,26 @@ async fn overlap_queue_releases_in_order(pool: PgPool) {
     }
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
     drain(&dispatcher).await;
-    let expect = |a: &str, b: &str, c: &str| {
-        HashMap::from([(key(1), a.into()), (key(2), b.into()), (key(3), c.into())])
-    };
+    let expect = |a, b, c| HashMap::from([(key(1), a), (key(2), b), (key(3), c)]);
     assert_eq!(
         statuses(&pool).await,
-        expect("ENQUEUED", "QUEUED", "QUEUED")
+        expect(RunStatus::Enqueued, RunStatus::Queued, RunStatus::Queued)
     );
     report(&pool, &key(1), Reported::Success).await;
     assert_eq!(
         statuses(&pool).await,
-        expect("SUCCESS", "PENDING", "QUEUED")
+        expect(RunStatus::Success, RunStatus::Pending, RunStatus::Queued)
     );
     drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await,
-        expect("SUCCESS", "ENQUEUED", "QUEUED")
+        expect(RunStatus::Success, RunStatus::Enqueued, RunStatus::Queued)
     );
     report(&pool, &key(2), Reported::Failed).await;
     drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await,
-        expect("SUCCESS", "FAILED", "ENQUEUED")
+        expect(RunStatus::Success, RunStatus::Failed, RunStatus::Enqueued)
     );
     assert_eq!(stream_ids(&launcher).await, vec![key(1), key(2), key(3)]);
 }
@@ -312,11 +326,11 @@ async fn max_run_seconds_times_out_and_unblocks(pool: PgPool) {
     assert_eq!(dispatcher.sweep().await.expect("sweep"), (1, 1));
     let runs = statuses(&pool).await;
     assert_eq!(
-        (runs[&key(1)].as_str(), runs[&key(2)].as_str()),
-        ("TIMED_OUT", "PENDING")
+        (runs[&key(1)], runs[&key(2)]),
+        (RunStatus::TimedOut, RunStatus::Pending)
     );
     drain(&dispatcher).await;
-    assert_eq!(statuses(&pool).await[&key(2)], "ENQUEUED");
+    assert_eq!(statuses(&pool).await[&key(2)], RunStatus::Enqueued);
 }
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
@@ -350,19 +364,19 @@ async fn stale_and_unlaunchable_runs_fail_with_a_reason(pool: PgPool) {
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
     drain(&dispatcher).await;
     let runs = statuses(&pool).await;
-    assert_eq!(runs[&key(1)], "FAILED");
+    assert_eq!(runs[&key(1)], RunStatus::Failed);
     let reason = |n| {
         let pool = pool.clone();
         async move { field(&pool, &key(n), "reason").await }
     };
     assert_eq!(reason(1).await.as_deref(), Some("launch deadline passed"));
-    assert_eq!(runs[&key(2)], "FAILED");
+    assert_eq!(runs[&key(2)], RunStatus::Failed);
     assert!(reason(2)
         .await
         .expect("reason")
         .contains("version 9 not found"));
-    assert_eq!(runs[&key(3)], "FAILED");
+    assert_eq!(runs[&key(3)], RunStatus::Failed);
     assert!(reason(3).await.expect("reason").contains("permanently"));
-    assert_eq!(runs[&key(4)], "ENQUEUED");
+    assert_eq!(runs[&key(4)], RunStatus::Enqueued);
     assert_eq!(stream_ids(&launcher).await, vec![key(4)]);
 }

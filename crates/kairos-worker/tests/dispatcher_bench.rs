@@ -99,7 +99,7 @@ fn recording_cost_per_run() {
     let rounds = 2_000u32;
     let started = Instant::now();
     for _ in 0..rounds {
-        kairos_worker::metrics::record_round(&round, Duration::from_millis(5));
+        round.record(Duration::from_millis(5));
     }
     let recorded = started.elapsed();
     let started = Instant::now();

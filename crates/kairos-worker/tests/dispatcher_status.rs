@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use dispatcher_support::{config, field, key, nats, run, schedule, stream_ids, until, workflow};
-use kairos_launcher::status::{
-    publish_status, read_stream, ReportedStatus, StatusConsumer, StatusEvent, STATUS_STREAM,
-};
-use kairos_store::status::{apply, Applied, Reported, StatusReport};
+use kairos_core::{Reported, RunStatus};
+use kairos_launcher::status::{publish_status, read_stream, StatusConsumer, STATUS_STREAM};
+use kairos_store::status::{apply, Applied, StatusReport};
 use kairos_store::PgPool;
-use kairos_worker::dispatcher::intake::consume_status;
-use kairos_worker::dispatcher::{Dispatcher, Error, StartRequest};
+use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::{Error, Intake, StartRequest};
+use serde_json::json;
 
 fn report(status: Reported, executor: &str) -> StatusReport {
     StatusReport {
@@ -25,8 +25,9 @@ fn report(status: Reported, executor: &str) -> StatusReport {
     }
 }
 
-async fn status_of(pool: &PgPool, n: u64) -> String {
-    field(pool, &key(n), "status").await.expect("status")
+async fn status_of(pool: &PgPool, n: u64) -> RunStatus {
+    let status = field(pool, &key(n), "status").await.expect("status");
+    status.parse().expect("a run status")
 }
 
 /// One ENQUEUED run `key(1)` of an `allow` schedule.
@@ -48,11 +49,11 @@ async fn callbacks_out_of_order_and_repeated_never_regress(pool: PgPool) {
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
     let success = apply(&mut conn, &k, &report(Reported::Success, "e1"), None).await;
-    assert!(matches!(success, Ok(Applied::Moved(ref run)) if run.status == "SUCCESS"));
+    assert!(matches!(success, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Success));
     for late in [Reported::Started, Reported::Success, Reported::Failed] {
         let again = apply(&mut conn, &k, &report(late, "e1"), None).await;
         assert!(
-            matches!(again, Ok(Applied::Unchanged(ref run)) if run.status == "SUCCESS"),
+            matches!(again, Ok(Applied::Unchanged(ref run)) if run.status == RunStatus::Success),
             "{late:?} after SUCCESS: {again:?}"
         );
     }
@@ -71,7 +72,7 @@ async fn the_first_started_executor_owns_the_run(pool: PgPool) {
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
     let first = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
-    assert!(matches!(first, Ok(Applied::Moved(ref run)) if run.status == "STARTED"));
+    assert!(matches!(first, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Started));
     let again = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
     assert!(matches!(again, Ok(Applied::Unchanged(_))));
     let other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None).await;
@@ -79,7 +80,7 @@ async fn the_first_started_executor_owns_the_run(pool: PgPool) {
     let other_end = apply(&mut conn, &k, &report(Reported::Success, "e2"), None).await;
     assert!(matches!(other_end, Ok(Applied::Conflict { .. })));
     let failed = apply(&mut conn, &k, &report(Reported::Failed, "e1"), None).await;
-    assert!(matches!(failed, Ok(Applied::Moved(ref run)) if run.status == "FAILED"));
+    assert!(matches!(failed, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Failed));
     assert_eq!(
         field(&pool, &k, "last_error").await.as_deref(),
         Some("boom")
@@ -99,27 +100,24 @@ async fn the_nats_status_subject_feeds_the_same_state_machine(pool: PgPool) {
         .expect("status consumer");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let intake = tokio::spawn({
-        let pool = pool.clone();
+        let intake = Intake::new(pool.clone());
         async move {
             let shutdown = async { stopped.await.unwrap_or(()) };
-            consume_status(pool, &consumer, shutdown).await
+            let intake = &intake;
+            consumer
+                .run(|message| intake.take_message(message), shutdown)
+                .await
         }
     });
-    let event = |status, executor: &str| StatusEvent {
-        idempotency_key: key(1),
-        status,
-        run_id: None,
-        executor_id: Some(executor.into()),
-        error: None,
-    };
+    let event = |status: &str, executor: &str| json!({"idempotency_key": key(1), "status": status, "executor_id": executor});
     // Out of order (SUCCESS first), repeated, and from a second executor.
     for event in [
-        event(ReportedStatus::Success, "e1"),
-        event(ReportedStatus::Started, "e1"),
-        event(ReportedStatus::Started, "e2"),
-        event(ReportedStatus::Success, "e1"),
+        event("SUCCESS", "e1"),
+        event("STARTED", "e1"),
+        event("STARTED", "e2"),
+        event("SUCCESS", "e1"),
     ] {
-        publish_status(&launcher, "kairos", &event)
+        publish_status(&launcher, "kairos", &key(1), &event)
             .await
             .expect("publish status");
     }
@@ -130,7 +128,7 @@ async fn the_nats_status_subject_feeds_the_same_state_machine(pool: PgPool) {
             .is_empty()
     })
     .await;
-    assert_eq!(status_of(&pool, 1).await, "SUCCESS");
+    assert_eq!(status_of(&pool, 1).await, RunStatus::Success);
     assert_eq!(
         field(&pool, &key(1), "executor_id").await.as_deref(),
         Some("e1")
@@ -144,6 +142,8 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    let intake = Intake::new(pool.clone());
+    intake.attach(std::sync::Arc::new(dispatcher));
     let request = StartRequest {
         idempotency_key: "order-42".into(),
         workflow_id: "wf".into(),
@@ -151,10 +151,10 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
         user_id: "u".into(),
         scheduled_for: Utc.with_ymd_and_hms(2026, 3, 9, 7, 0, 0).unwrap(),
     };
-    let first = dispatcher.start_run(&request).await.expect("start");
+    let first = intake.start(&request).await.expect("start");
     assert!(first.started);
-    assert_eq!(first.status, "ENQUEUED");
-    let second = dispatcher.start_run(&request).await.expect("start again");
+    assert_eq!(first.status, RunStatus::Enqueued);
+    let second = intake.start(&request).await.expect("start again");
     assert!(!second.started);
     assert_eq!(stream_ids(&launcher).await, vec!["order-42".to_string()]);
 
@@ -163,7 +163,7 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
         ..request.clone()
     };
     assert!(matches!(
-        dispatcher.start_run(&other).await,
+        intake.start(&other).await,
         Err(Error::KeyInUse { .. })
     ));
     let missing = StartRequest {
@@ -172,7 +172,7 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
         ..request
     };
     assert!(matches!(
-        dispatcher.start_run(&missing).await,
+        intake.start(&missing).await,
         Err(Error::WorkflowNotFound { version: 7, .. })
     ));
 }

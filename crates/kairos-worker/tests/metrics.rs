@@ -9,11 +9,11 @@ mod planner_support;
 use std::time::Duration;
 
 use dispatcher_support::{config, key, nats, run, schedule, workflow};
-use kairos_launcher::status::{ReportedStatus, StatusEvent};
+use kairos_launcher::status::StatusMessage;
 use kairos_store::PgPool;
 use kairos_testkit::prometheus::sample;
-use kairos_worker::dispatcher::intake::take_status;
 use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::Intake;
 use kairos_worker::metrics::{self as m, refresh_backlog};
 use planner_support::{drain as drain_planner, input, planner, upsert};
 
@@ -31,13 +31,14 @@ fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     sample(text, name, labels).unwrap_or_else(|| panic!("{name}{labels:?} missing in:\n{text}"))
 }
 
-fn event(key: &str, status: ReportedStatus) -> StatusEvent {
-    StatusEvent {
-        idempotency_key: key.to_string(),
-        status,
-        run_id: None,
-        executor_id: Some("exec-1".into()),
-        error: None,
+/// A status message as an executor publishes it on the NATS status subject.
+fn event(key: &str, status: &str) -> StatusMessage {
+    let body = serde_json::json!({"idempotency_key": key, "status": status,
+        "executor_id": "exec-1"});
+    StatusMessage {
+        subject: format!("kairos.status.{key}"),
+        key: key.to_string(),
+        payload: body.to_string().into_bytes(),
     }
 }
 
@@ -100,14 +101,15 @@ async fn dispatcher_metrics_match_the_runs(pool: PgPool) {
     let rounds = drain(&dispatcher).await;
     let (timed_out, _) = dispatcher.sweep().await.expect("sweep");
     assert_eq!(timed_out, 1);
+    let intake = Intake::new(pool.clone());
     for status in [
-        ReportedStatus::Started, // applied
-        ReportedStatus::Started, // unchanged: a repeat
-        ReportedStatus::Success, // applied
+        "STARTED", // applied
+        "STARTED", // unchanged: a repeat
+        "SUCCESS", // applied
     ] {
-        take_status(&pool, event(&key(0), status)).await;
+        intake.take_message(event(&key(0), status)).await;
     }
-    take_status(&pool, event("no-such-run", ReportedStatus::Failed)).await;
+    intake.take_message(event("no-such-run", "FAILED")).await;
 
     let text = handle.render();
     assert_eq!(value(&text, m::RUNS_EMITTED, &[]), 7.0);

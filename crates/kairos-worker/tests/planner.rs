@@ -5,7 +5,7 @@
 mod planner_support;
 
 use chrono::{Duration, Utc};
-use kairos_core::{jitter_offset, RunKey};
+use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};
 use kairos_registrar::Registrar;
 use kairos_store::planning;
 use kairos_worker::planner::Planner;
@@ -30,8 +30,8 @@ async fn a_pass_writes_the_ticks_within_the_lookahead_once(pool: PgPool) {
     for run in &runs {
         assert_eq!(run.idempotency_key, RunKey::tick("s1", run.run_at).as_str());
         assert_eq!(
-            (run.status.as_str(), run.source.as_str()),
-            ("PENDING", "schedule")
+            (run.status, run.source),
+            (RunStatus::Pending, RunSource::Schedule)
         );
         assert_eq!(
             (run.workflow_id.as_str(), run.version, run.user_id.as_str()),
@@ -273,7 +273,7 @@ async fn an_edited_schedule_plans_the_new_spec(pool: PgPool) {
     let runs = runs_of(&pool, "s1").await;
     let live: Vec<_> = runs
         .iter()
-        .filter(|r| r.status == "PENDING" && r.run_at >= ts("2026-03-09T10:00:05Z"))
+        .filter(|r| r.status == RunStatus::Pending && r.run_at >= ts("2026-03-09T10:00:05Z"))
         .map(|r| r.run_at)
         .collect();
     let expected = ticks(
@@ -284,7 +284,7 @@ async fn an_edited_schedule_plans_the_new_spec(pool: PgPool) {
     assert_eq!(live, expected);
     let cancelled: Vec<_> = runs
         .iter()
-        .filter(|r| r.status == "CANCELLED")
+        .filter(|r| r.status == RunStatus::Cancelled)
         .map(|r| r.run_at)
         .collect();
     assert_eq!(
@@ -350,7 +350,10 @@ async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_b
         ts("2026-03-09T10:02:00Z"),
     );
     assert_eq!(runs.iter().map(|r| r.run_at).collect::<Vec<_>>(), expected);
-    let backfilled = runs.iter().filter(|r| r.source == "backfill").count();
+    let backfilled = runs
+        .iter()
+        .filter(|r| r.source == RunSource::Backfill)
+        .count();
     assert_eq!(backfilled, 9);
 }
 

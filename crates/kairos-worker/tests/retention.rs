@@ -5,6 +5,7 @@
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_core::RunStatus;
 use kairos_worker::retention::{PassReport, Retention, RetentionConfig};
 use sqlx::PgPool;
 
@@ -27,7 +28,7 @@ fn config(batch_size: u32, max_batches: u32) -> RetentionConfig {
 }
 
 /// `n` runs of `schedule_id`, one a day ending `days_ago` days before NOW, all `status`.
-async fn runs(pool: &PgPool, schedule_id: &str, n: i64, days_ago: i64, status: &str) {
+async fn runs(pool: &PgPool, schedule_id: &str, n: i64, days_ago: i64, status: RunStatus) {
     for i in 0..n {
         let run_at = at(NOW) - Duration::days(days_ago + i);
         sqlx::query(
@@ -38,7 +39,7 @@ async fn runs(pool: &PgPool, schedule_id: &str, n: i64, days_ago: i64, status: &
         )
         .bind(schedule_id)
         .bind(run_at)
-        .bind(status)
+        .bind(status.as_str())
         .execute(pool)
         .await
         .expect("insert run");
@@ -56,10 +57,10 @@ async fn count(pool: &PgPool, schedule_id: &str) -> i64 {
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
 async fn a_pass_is_bounded_and_the_next_one_finishes(pool: PgPool) {
     // 10 old finished runs, 5 recent ones, 4 old unfinished ones on another schedule.
-    runs(&pool, "a", 10, 40, "SUCCESS").await;
-    runs(&pool, "a", 5, 0, "SUCCESS").await;
-    runs(&pool, "b", 2, 40, "STARTED").await;
-    runs(&pool, "b", 2, 50, "PENDING").await;
+    runs(&pool, "a", 10, 40, RunStatus::Success).await;
+    runs(&pool, "a", 5, 0, RunStatus::Success).await;
+    runs(&pool, "b", 2, 40, RunStatus::Started).await;
+    runs(&pool, "b", 2, 50, RunStatus::Pending).await;
     let retention = Retention::new(pool.clone(), config(3, 2));
 
     let first = retention.pass().await.expect("pass");
@@ -87,7 +88,7 @@ async fn a_pass_is_bounded_and_the_next_one_finishes(pool: PgPool) {
 
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
 async fn run_deletes_then_stops_on_shutdown(pool: PgPool) {
-    runs(&pool, "a", 4, 40, "SKIPPED").await;
+    runs(&pool, "a", 4, 40, RunStatus::Skipped).await;
     let retention = Retention::new(pool.clone(), config(100, 10));
     let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {

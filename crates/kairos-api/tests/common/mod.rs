@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
 use kairos_registrar::{Registrar, Settings};
+use kairos_worker::intake::Intake;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -52,10 +53,11 @@ pub fn router_with(pool: PgPool, settings: Settings) -> Router {
     };
     let auth = Authenticator::from_config(&auth).expect("auth config");
     app(AppState {
+        intake: Intake::new(pool.clone()),
+        nats: None,
         registrar: Registrar::new(pool, settings),
         auth: Arc::new(auth),
         max_body_bytes: MAX_BODY,
-        dispatcher: None,
         metrics: None,
     })
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use kairos_core::OverlapPolicy;
 use kairos_store::dispatch::{Blockers, Claimed};
 
 /// What to do with one claimed run.
@@ -44,8 +45,8 @@ pub(crate) fn decide(
     runs.iter()
         .map(|run| {
             let schedule = run.schedule_id.as_str();
-            let policy = run.overlap_policy.as_str();
-            if policy == "allow" {
+            let policy = run.overlap_policy;
+            if policy == OverlapPolicy::Allow {
                 return Decision::Launch { exclusive: false };
             }
             if !held.contains(schedule) {
@@ -61,11 +62,11 @@ pub(crate) fn decide(
                 None
             };
             match (policy, blocker) {
-                ("skip", Some(key)) => Decision::Skip {
+                (OverlapPolicy::Skip, Some(key)) => Decision::Skip {
                     reason: format!("overlap skip: run {key} is in flight"),
                     behind,
                 },
-                ("queue", _)
+                (OverlapPolicy::Queue, _)
                     if blocker.is_some()
                         || known
                             .and_then(|b| b.first_queued)
@@ -94,17 +95,18 @@ mod tests {
     use chrono::{TimeZone, Utc};
 
     fn run(key: &str, schedule: &str, policy: &str) -> Claimed {
+        let policy: OverlapPolicy = policy.parse().expect("a policy name");
         let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         Claimed {
             idempotency_key: key.into(),
             schedule_id: schedule.into(),
             run_at: at,
             fire_at: at,
-            source: "schedule".into(),
+            source: kairos_core::RunSource::Schedule,
             workflow_id: "w".into(),
             version: 1,
             user_id: "u".into(),
-            overlap_policy: policy.into(),
+            overlap_policy: policy,
             late: false,
         }
     }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use kairos_core::RunStatus;
 use kairos_launcher::status::read_stream;
 use kairos_launcher::{NatsConfig, NatsLauncher};
 use kairos_store::PgPool;
@@ -58,12 +59,13 @@ pub async fn run(pool: &PgPool, key: &str, schedule_id: &str, offset_s: f64) {
 }
 
 /// Status of every run by key.
-pub async fn statuses(pool: &PgPool) -> HashMap<String, String> {
+pub async fn statuses(pool: &PgPool) -> HashMap<String, RunStatus> {
     sqlx::query_as::<_, (String, String)>("select idempotency_key, status from schedule_runs")
         .fetch_all(pool)
         .await
         .expect("statuses")
         .into_iter()
+        .map(|(key, status)| (key, status.parse().expect("a run status")))
         .collect()
 }
 

@@ -1,0 +1,221 @@
+//! The run lifecycle's vocabulary (DESIGN.md §3): the status of a run row, where it came
+//! from, and what an executor reports. Each enum's text is written once, in its mapping
+//! here (and in SQL); everything else in Rust uses the variants.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A text that names no variant of a lifecycle enum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {value:?} is not one of: {allowed}")]
+pub struct UnknownName {
+    /// What was being named (`status`, `source`).
+    pub what: &'static str,
+    /// The text given.
+    pub value: String,
+    /// The accepted names.
+    pub allowed: &'static str,
+}
+
+/// Where a run is in its lifecycle. `docs/run_state_machine.md` draws the transitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunStatus {
+    /// Planned, not yet published.
+    Pending,
+    /// Waiting behind an in-flight run of its schedule (overlap `queue`).
+    Queued,
+    /// Published; JetStream acknowledged it.
+    Enqueued,
+    /// An executor reported that it began.
+    Started,
+    /// Ended well.
+    Success,
+    /// Ended badly, or could not be launched.
+    Failed,
+    /// In flight longer than its schedule's `max_run_seconds`.
+    TimedOut,
+    /// Not launched: overlap `skip`.
+    Skipped,
+    /// Not launched: paused, deleted or rescheduled before it was published.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [RunStatus; 9] = [
+        RunStatus::Pending,
+        RunStatus::Queued,
+        RunStatus::Enqueued,
+        RunStatus::Started,
+        RunStatus::Success,
+        RunStatus::Failed,
+        RunStatus::TimedOut,
+        RunStatus::Skipped,
+        RunStatus::Cancelled,
+    ];
+
+    /// Not yet published: an executor cannot know the run exists.
+    pub fn unpublished(self) -> bool {
+        matches!(self, RunStatus::Pending | RunStatus::Queued)
+    }
+
+    /// Published and not finished: an executor owes an answer.
+    pub fn in_flight(self) -> bool {
+        matches!(self, RunStatus::Enqueued | RunStatus::Started)
+    }
+
+    /// Nothing moves it any more.
+    pub fn terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Success
+                | RunStatus::Failed
+                | RunStatus::TimedOut
+                | RunStatus::Skipped
+                | RunStatus::Cancelled
+        )
+    }
+}
+
+/// What created a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunSource {
+    /// A tick the planner enumerated.
+    Schedule,
+    /// `POST /schedules/{id}/trigger`.
+    Manual,
+    /// `POST /schedules/{id}/backfill`.
+    Backfill,
+    /// `POST /run-launcher/start`: the caller's key, no schedule.
+    Api,
+}
+
+/// What an executor reports about a run (`POST /runs/{key}/status`, or the NATS status
+/// subject).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reported {
+    /// The run began.
+    Started,
+    /// The run ended well.
+    Success,
+    /// The run ended badly.
+    Failed,
+}
+
+impl Reported {
+    /// Every report.
+    pub const ALL: [Reported; 3] = [Reported::Started, Reported::Success, Reported::Failed];
+
+    /// The status the run takes when the report applies.
+    pub fn status(self) -> RunStatus {
+        match self {
+            Reported::Started => RunStatus::Started,
+            Reported::Success => RunStatus::Success,
+            Reported::Failed => RunStatus::Failed,
+        }
+    }
+}
+
+macro_rules! named {
+    ($ty:ident, $what:literal, $allowed:literal, { $($variant:ident => $name:literal),+ }) => {
+        impl $ty {
+            /// The name as stored and sent.
+            pub fn as_str(self) -> &'static str {
+                match self { $($ty::$variant => $name),+ }
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = UnknownName;
+
+            fn from_str(value: &str) -> Result<Self, UnknownName> {
+                match value {
+                    $($name => Ok($ty::$variant),)+
+                    _ => Err(UnknownName { what: $what, value: value.to_string(), allowed: $allowed }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = UnknownName;
+
+            fn try_from(value: String) -> Result<Self, UnknownName> {
+                value.parse()
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+named!(RunStatus, "status",
+    "PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED, TIMED_OUT, SKIPPED, CANCELLED", {
+    Pending => "PENDING", Queued => "QUEUED", Enqueued => "ENQUEUED", Started => "STARTED",
+    Success => "SUCCESS", Failed => "FAILED", TimedOut => "TIMED_OUT", Skipped => "SKIPPED",
+    Cancelled => "CANCELLED"
+});
+named!(RunSource, "source", "schedule, manual, backfill, api", {
+    Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api"
+});
+impl Reported {
+    /// The name as sent: the name of the status it leads to.
+    pub fn as_str(self) -> &'static str {
+        self.status().as_str()
+    }
+}
+
+impl FromStr for Reported {
+    type Err = UnknownName;
+
+    fn from_str(value: &str) -> Result<Self, UnknownName> {
+        let reported = value
+            .parse::<RunStatus>()
+            .ok()
+            .and_then(|status| Reported::ALL.into_iter().find(|r| r.status() == status));
+        reported.ok_or_else(|| UnknownName {
+            what: "status",
+            value: value.to_string(),
+            allowed: "STARTED, SUCCESS, FAILED",
+        })
+    }
+}
+
+impl fmt::Display for Reported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_round_trips_through_its_name() {
+        for status in RunStatus::ALL {
+            assert_eq!(status.as_str().parse::<RunStatus>(), Ok(status));
+        }
+        let err = "DONE".parse::<RunStatus>().expect_err("unknown");
+        assert_eq!(err.what, "status");
+    }
+
+    #[test]
+    fn each_status_is_in_exactly_one_phase() {
+        for status in RunStatus::ALL {
+            let phases = [status.unpublished(), status.in_flight(), status.terminal()];
+            assert_eq!(phases.iter().filter(|p| **p).count(), 1, "{status}");
+        }
+    }
+
+    #[test]
+    fn reports_name_the_status_they_lead_to() {
+        for reported in Reported::ALL {
+            assert_eq!(reported.as_str().parse::<Reported>(), Ok(reported));
+        }
+        assert!("SKIPPED".parse::<Reported>().is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! One dispatcher round over a claimed batch, inside the caller's transaction. It reads as
+//! its steps: triage → decide → launch → settle → record.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use kairos_core::OverlapPolicy;
+use kairos_launcher::RunLauncher;
+use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
+use kairos_store::Tx;
+
+use super::decide::{decide, Decision};
+use super::launch::Dags;
+use super::{report, Dispatcher, Result};
+use crate::crash::crash_point;
+
+/// What one round did, by outcome.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Round {
+    /// Runs claimed.
+    pub claimed: usize,
+    /// Published and `ENQUEUED`.
+    pub enqueued: usize,
+    /// Left `PENDING` after a retryable launch error.
+    pub retry: usize,
+    /// `FAILED` (permanent error or launch deadline).
+    pub failed: usize,
+    /// Of `failed`: the launch deadline had passed.
+    pub failed_late: usize,
+    /// Of `failed`: the workflow version is not stored.
+    pub failed_no_workflow: usize,
+    /// `SKIPPED` by overlap.
+    pub skipped: usize,
+    /// `QUEUED` by overlap.
+    pub queued: usize,
+    /// Left `PENDING` untouched (schedule held by another dispatcher, or behind a run of
+    /// this batch that did not go out).
+    pub deferred: usize,
+    /// Fire drift of each planner tick enqueued: seconds from `run_at` to `published_at`
+    /// (the database's clock after the PubAcks).
+    pub drift_seconds: Vec<f64>,
+}
+
+impl<L: RunLauncher> Dispatcher<L> {
+    /// Decides, publishes and records the claimed runs inside `tx`.
+    pub(super) async fn dispatch(
+        &self,
+        tx: &mut Tx,
+        claimed: Vec<Claimed>,
+        now: DateTime<Utc>,
+    ) -> Result<Round> {
+        let claimed_n = claimed.len();
+        let dags = Dags::load(tx, &claimed).await?;
+        let (live, mut outcomes) = triage(claimed, &dags);
+        let decisions = self.decide(tx, &live).await?;
+        let launched = self.launch(&live, &decisions, &dags).await;
+        crash_point("dispatcher_after_ack");
+        outcomes.extend(settle(&live, &decisions, &launched));
+        outcomes.extend(launched);
+        let drift = dispatch::record(tx, &outcomes, now, None).await?;
+        Ok(Round::tally(claimed_n, &outcomes, drift))
+    }
+
+    /// The overlap decisions for `runs` (advisory locks taken on their exclusive schedules).
+    async fn decide(&self, tx: &mut Tx, runs: &[Claimed]) -> Result<Vec<Decision>> {
+        let exclusive: HashSet<String> = runs
+            .iter()
+            .filter(|run| run.overlap_policy != OverlapPolicy::Allow)
+            .map(|run| run.schedule_id.clone())
+            .collect();
+        let exclusive: Vec<String> = exclusive.into_iter().collect();
+        let held = dispatch::lock_schedules(tx, &exclusive).await?;
+        let held_ids: Vec<String> = held.iter().cloned().collect();
+        let blockers = dispatch::blockers(tx, &held_ids).await?;
+        Ok(decide(runs, &held, &blockers))
+    }
+}
+
+/// Runs that must not go out fail first (launch deadline passed, workflow version not
+/// stored), so they never block another run by overlap. Returns the live runs and those
+/// outcomes.
+fn triage(claimed: Vec<Claimed>, dags: &Dags) -> (Vec<Claimed>, Vec<Outcome>) {
+    let mut live = Vec::with_capacity(claimed.len());
+    let mut failed = Vec::new();
+    for run in claimed {
+        let why = if run.late {
+            Unlaunchable::LaunchDeadline
+        } else if dags.get(&run).is_none() {
+            Unlaunchable::WorkflowMissing {
+                workflow_id: run.workflow_id.clone(),
+                version: run.version,
+            }
+        } else {
+            live.push(run);
+            continue;
+        };
+        failed.push(Outcome::unlaunchable(&run.idempotency_key, why));
+    }
+    report::failed_early(&failed);
+    (live, failed)
+}
+
+/// The outcomes of the runs that were not launched. A skip or queue behind a run of this
+/// batch stands only if that run went out; otherwise the run stays `PENDING` untouched.
+fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec<Outcome> {
+    let enqueued: HashSet<&str> = launched
+        .iter()
+        .filter(|o| matches!(o.settled(), Settled::Enqueued { .. }))
+        .map(Outcome::key)
+        .collect();
+    let stands =
+        |behind: &Option<String>| behind.as_deref().is_none_or(|key| enqueued.contains(key));
+    let mut settled = Vec::new();
+    for (run, decision) in live.iter().zip(decisions) {
+        let key = run.idempotency_key.as_str();
+        let outcome = match decision {
+            Decision::Skip { reason, behind } if stands(behind) => {
+                Outcome::skipped(key, reason.clone())
+            }
+            Decision::Queue { reason, behind } if stands(behind) => {
+                Outcome::queued(key, reason.clone())
+            }
+            _ => continue,
+        };
+        report::settled(run, &outcome);
+        settled.push(outcome);
+    }
+    settled
+}
+
+impl Round {
+    /// Counts the outcomes of a round that claimed `claimed` runs.
+    fn tally(claimed: usize, outcomes: &[Outcome], drift_seconds: Vec<f64>) -> Round {
+        let mut round = Round {
+            claimed,
+            drift_seconds,
+            deferred: claimed - outcomes.len(),
+            ..Round::default()
+        };
+        for outcome in outcomes {
+            match outcome.settled() {
+                Settled::Enqueued { .. } => round.enqueued += 1,
+                Settled::Retry { .. } => round.retry += 1,
+                Settled::Refused { .. } => round.failed += 1,
+                Settled::Unlaunchable(why) => {
+                    round.failed += 1;
+                    match why {
+                        Unlaunchable::LaunchDeadline => round.failed_late += 1,
+                        Unlaunchable::WorkflowMissing { .. } => round.failed_no_workflow += 1,
+                    }
+                }
+                Settled::Skipped { .. } => round.skipped += 1,
+                Settled::Queued { .. } => round.queued += 1,
+            }
+        }
+        round
+    }
+}

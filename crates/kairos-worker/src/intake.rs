@@ -1,0 +1,443 @@
+//! The one run intake: what executors and callers tell kairos about runs, whatever the
+//! channel. Status reports (HTTP `POST /runs/{key}/status` and the NATS status subject) are
+//! parsed here with one set of field rules into one [`StatusReport`], and applied by one
+//! function ([`Intake::report`]); `POST /run-launcher/start` goes through [`Intake::start`].
+//! A channel only maps the answer: a status code, or ack / retry / terminate.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::{DateTime, Utc};
+use kairos_core::{validate_id, Problem, Reported, RunSource, RunStatus};
+use kairos_launcher::status::{Disposition, StatusMessage};
+use kairos_store::dispatch::{self, ApiRun};
+use kairos_store::status::{self, Applied, StatusReport};
+use kairos_store::{runs, wakeups, PgPool, Tx};
+use serde_json::{Map, Value};
+
+use crate::dispatcher::DispatchNow;
+use crate::metrics::{self, StatusOutcome};
+
+/// Why an intake call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database failed; nothing was recorded.
+    #[error("intake store call failed")]
+    Store(#[from] kairos_store::Error),
+    /// A start named a workflow version that is not stored.
+    #[error("workflow {workflow_id:?} version {version} not found")]
+    WorkflowNotFound {
+        /// The workflow.
+        workflow_id: String,
+        /// Its version.
+        version: i32,
+    },
+    /// A start reused a key for a different run.
+    #[error("idempotency_key {key:?} already names a different run")]
+    KeyInUse {
+        /// The key.
+        key: String,
+    },
+}
+
+/// Result of intake calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Longest `run_id` and `executor_id`.
+pub const MAX_ID_TEXT: usize = 200;
+/// Longest `error`.
+pub const MAX_ERROR_TEXT: usize = 8192;
+
+/// Parses a status report about run `key` (from the path or the subject) out of a JSON
+/// body. Every broken rule is returned, each naming its field.
+///
+/// # Errors
+/// The problems, when there is at least one.
+pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem>> {
+    let mut problems = Vec::new();
+    if let Err(err) = validate_id("idempotency_key", key) {
+        problems.push(Problem::new("idempotency_key", err.to_string()));
+    }
+    let Some(fields) = body.as_object() else {
+        problems.push(Problem::new("body", "must be a JSON object"));
+        return Err(problems);
+    };
+    for name in fields.keys() {
+        if ![
+            "status",
+            "idempotency_key",
+            "run_id",
+            "executor_id",
+            "error",
+        ]
+        .contains(&name.as_str())
+        {
+            problems.push(Problem::new(
+                name.clone(),
+                "is not a field of a status report",
+            ));
+        }
+    }
+    if let Some(body_key) = text(fields, "idempotency_key", 1, 200, &mut problems) {
+        if body_key != key {
+            problems.push(Problem::new(
+                "idempotency_key",
+                "must equal the key in the path or subject",
+            ));
+        }
+    }
+    let status = match fields.get("status") {
+        None | Some(Value::Null) => {
+            problems.push(Problem::new("status", "is required"));
+            None
+        }
+        Some(Value::String(name)) => match name.parse::<Reported>() {
+            Ok(reported) => Some(reported),
+            Err(err) => {
+                problems.push(Problem::new(
+                    "status",
+                    format!("must be one of {}", err.allowed),
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            problems.push(Problem::new("status", "must be a string"));
+            None
+        }
+    };
+    let run_id = text(fields, "run_id", 1, MAX_ID_TEXT, &mut problems);
+    let executor_id = text(fields, "executor_id", 1, MAX_ID_TEXT, &mut problems);
+    let error = text(fields, "error", 0, MAX_ERROR_TEXT, &mut problems);
+    match status {
+        Some(status) if problems.is_empty() => Ok(StatusReport {
+            status,
+            run_id,
+            executor_id,
+            error,
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// An optional text field of `min..=max` characters with no NUL (PostgreSQL cannot store
+/// one, so it is refused here rather than failing at the database).
+fn text(
+    fields: &Map<String, Value>,
+    name: &str,
+    min: usize,
+    max: usize,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    match fields.get(name) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(value)) => {
+            let len = value.chars().count();
+            if len < min || len > max {
+                problems.push(Problem::new(
+                    name,
+                    format!("must be {min} to {max} characters"),
+                ));
+                None
+            } else if value.contains('\0') {
+                problems.push(Problem::new(
+                    name,
+                    "must not contain NUL characters (\\u0000)",
+                ));
+                None
+            } else {
+                Some(value.clone())
+            }
+        }
+        Some(_) => {
+            problems.push(Problem::new(name, "must be a string"));
+            None
+        }
+    }
+}
+
+/// The rule for a key given to `POST /run-launcher/start`: an id, but not 64 lowercase hex
+/// digits, which are reserved for the keys kairos derives (so a caller can never name a
+/// tick's run).
+pub fn check_start_key(key: &str) -> Option<Problem> {
+    if let Err(err) = validate_id("idempotency_key", key) {
+        return Some(Problem::new("idempotency_key", err.to_string()));
+    }
+    let derived = key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    derived.then(|| {
+        Problem::new(
+            "idempotency_key",
+            "64 lowercase hex digits are reserved for keys kairos derives",
+        )
+    })
+}
+
+/// A `POST /run-launcher/start` request, checked by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartRequest {
+    /// The caller's key ([`check_start_key`]).
+    pub idempotency_key: String,
+    /// The workflow.
+    pub workflow_id: String,
+    /// Its version.
+    pub version: i32,
+    /// The user to launch as.
+    pub user_id: String,
+    /// The logical time (whole seconds).
+    pub scheduled_for: DateTime<Utc>,
+}
+
+/// The answer to a start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// A new run was created (false: the key existed).
+    pub started: bool,
+    /// The run's status now (`ENQUEUED`, or `PENDING` when it could not be published yet).
+    pub status: RunStatus,
+}
+
+/// The intake of one instance. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Intake {
+    pool: PgPool,
+    dispatcher: Arc<OnceLock<Arc<dyn DispatchNow>>>,
+}
+
+impl Intake {
+    /// An intake over `pool`; runs it creates are published by whichever dispatcher wakes
+    /// first, until [`Intake::attach`] gives it this instance's.
+    pub fn new(pool: PgPool) -> Intake {
+        Intake {
+            pool,
+            dispatcher: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// From now on, a run started here is published at once by `dispatcher` (the first
+    /// one attached stays).
+    pub fn attach(&self, dispatcher: Arc<dyn DispatchNow>) {
+        let _ = self.dispatcher.set(dispatcher);
+    }
+
+    /// The pool (for readiness checks).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Applies a report to run `key` (forward-only, first executor owns the run) and
+    /// counts it.
+    ///
+    /// # Errors
+    /// [`Error::Store`]: nothing was recorded.
+    pub async fn report(&self, key: &str, report: &StatusReport) -> Result<Applied> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let applied = status::apply(&mut tx, key, report, None).await?;
+        tx.commit().await?;
+        metrics::status_event(report.status.as_str(), outcome_of(&applied));
+        Ok(applied)
+    }
+
+    /// Creates the run `request` names (source `api`, due now) unless its key exists, and
+    /// publishes it at once through this instance's dispatcher when it has one (else the
+    /// first dispatcher woken does). A stream that cannot take it now leaves it `PENDING`.
+    ///
+    /// # Errors
+    /// [`Error::WorkflowNotFound`], [`Error::KeyInUse`], or [`Error::Store`].
+    pub async fn start(&self, request: &StartRequest) -> Result<Started> {
+        let version = (request.workflow_id.clone(), request.version);
+        if dispatch::dags(&self.pool, std::slice::from_ref(&version))
+            .await?
+            .is_empty()
+        {
+            return Err(Error::WorkflowNotFound {
+                workflow_id: request.workflow_id.clone(),
+                version: request.version,
+            });
+        }
+        let run = ApiRun {
+            idempotency_key: request.idempotency_key.clone(),
+            workflow_id: request.workflow_id.clone(),
+            version: request.version,
+            user_id: request.user_id.clone(),
+            scheduled_for: request.scheduled_for,
+        };
+        let mut tx = Tx::begin(&self.pool).await?;
+        let now = kairos_store::now(&mut *tx, None).await?;
+        let created = dispatch::insert_api_run(&mut *tx, &run, now).await?;
+        if created {
+            wakeups::runs_due(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        if let (true, Some(dispatcher)) = (created, self.dispatcher.get()) {
+            if let Err(err) = dispatcher.dispatch_now(&request.idempotency_key).await {
+                tracing::warn!(key = %request.idempotency_key, error = %crate::error_chain(&err),
+                    "started run not published yet; the dispatcher loop retries it");
+            }
+        }
+        let key_in_use = || Error::KeyInUse {
+            key: request.idempotency_key.clone(),
+        };
+        let stored = runs::get(&self.pool, &request.idempotency_key)
+            .await?
+            .ok_or_else(key_in_use)?;
+        let same = stored.source == RunSource::Api
+            && stored.workflow_id == run.workflow_id
+            && stored.version == run.version
+            && stored.user_id == run.user_id
+            && stored.run_at == run.scheduled_for;
+        if !same {
+            return Err(key_in_use());
+        }
+        Ok(Started {
+            started: created,
+            status: stored.status,
+        })
+    }
+
+    /// One status message from NATS: decoded with the same rules as the HTTP body, applied
+    /// by [`Intake::report`]. A message that can never succeed (undecodable, broken rule,
+    /// unknown or never-published run, another executor's run) is terminated and logged
+    /// once; a database failure asks for redelivery (bounded by the consumer).
+    pub async fn take_message(&self, message: StatusMessage) -> Disposition {
+        let report = decode_message(&message);
+        let (key, report) = match report {
+            Ok(parsed) => parsed,
+            Err(problems) => {
+                metrics::status_event(metrics::UNKNOWN_STATUS, StatusOutcome::Invalid);
+                let problems: Vec<String> = problems.iter().map(Problem::to_string).collect();
+                tracing::warn!(subject = %message.subject, problems = ?problems,
+                    "status message refused; terminated");
+                return Disposition::Refuse;
+            }
+        };
+        match self.report(&key, &report).await {
+            Ok(Applied::Moved(run)) => {
+                tracing::debug!(key = %key, status = %run.status, "run status recorded");
+                Disposition::Done
+            }
+            Ok(Applied::Unchanged(run)) => {
+                tracing::debug!(key = %key, status = %run.status, reported = %report.status,
+                    "status report does not move the run forward; ignored");
+                Disposition::Done
+            }
+            Ok(refused) => {
+                tracing::warn!(key = %key, reported = %report.status,
+                    executor_id = ?report.executor_id, why = %refusal(&refused),
+                    "status report refused; terminated");
+                Disposition::Refuse
+            }
+            Err(err) => {
+                tracing::warn!(key = %key, error = %crate::error_chain(&err),
+                    "status not recorded; will retry");
+                Disposition::Retry
+            }
+        }
+    }
+}
+
+/// The key and report of a NATS status message on `<prefix>.status.<key>`: the body must
+/// name the same key as the subject.
+fn decode_message(message: &StatusMessage) -> Result<(String, StatusReport), Vec<Problem>> {
+    let body: Value = serde_json::from_slice(&message.payload)
+        .map_err(|err| vec![Problem::new("body", format!("is not valid JSON: {err}"))])?;
+    let key = message.key.clone();
+    if body.get("idempotency_key").is_none() {
+        return Err(vec![Problem::new(
+            "idempotency_key",
+            "is required in a status message",
+        )]);
+    }
+    parse_report(&key, &body).map(|report| (key, report))
+}
+
+/// Why a report was not applied, in one line (for logs and HTTP details).
+pub fn refusal(applied: &Applied) -> String {
+    match applied {
+        Applied::Conflict { run, owner } => {
+            format!("run {} is owned by executor {owner:?}", run.idempotency_key)
+        }
+        Applied::Unpublished(run) => format!(
+            "run {} was never published (it is {}), so no executor can be running it",
+            run.idempotency_key, run.status
+        ),
+        Applied::Blocked { run, in_flight } => format!(
+            "run {} was not published: run {in_flight} of its schedule {:?} is in flight and \
+             the schedule allows one at a time",
+            run.idempotency_key, run.schedule_id
+        ),
+        Applied::NotFound => "no run has this key".to_string(),
+        Applied::Moved(_) | Applied::Unchanged(_) => "applied".to_string(),
+    }
+}
+
+/// The metric outcome of an applied report.
+fn outcome_of(applied: &Applied) -> StatusOutcome {
+    match applied {
+        Applied::Moved(_) => StatusOutcome::Applied,
+        Applied::Unchanged(_) => StatusOutcome::Unchanged,
+        Applied::Conflict { .. } => StatusOutcome::Conflict,
+        Applied::Unpublished(_) => StatusOutcome::Unpublished,
+        Applied::Blocked { .. } => StatusOutcome::Blocked,
+        Applied::NotFound => StatusOutcome::UnknownRun,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(problems: &[Problem]) -> Vec<&str> {
+        problems.iter().map(|p| p.field.as_str()).collect()
+    }
+
+    #[test]
+    fn a_good_report_parses() {
+        let body = json!({"status": "FAILED", "executor_id": "e1", "error": "boom"});
+        let report = parse_report("k1", &body).expect("valid");
+        assert_eq!(report.status, Reported::Failed);
+        assert_eq!(report.error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn every_broken_rule_is_named() {
+        let body = json!({"status": "DONE", "run_id": "", "executor_id": 7, "extra": 1});
+        let problems = parse_report("bad key", &body).expect_err("invalid");
+        let mut named = fields(&problems);
+        named.sort_unstable();
+        assert_eq!(
+            named,
+            [
+                "executor_id",
+                "extra",
+                "idempotency_key",
+                "run_id",
+                "status"
+            ]
+        );
+    }
+
+    #[test]
+    fn nul_is_refused_in_every_text_field() {
+        for field in ["error", "executor_id", "run_id"] {
+            let body = json!({"status": "FAILED", field: "a\u{0}"});
+            let problems = parse_report("k", &body).expect_err("NUL");
+            assert_eq!(fields(&problems), [field]);
+            assert!(problems[0].rule.contains("NUL"));
+        }
+    }
+
+    #[test]
+    fn a_body_key_must_match() {
+        let body = json!({"status": "STARTED", "idempotency_key": "other"});
+        let problems = parse_report("k", &body).expect_err("mismatch");
+        assert_eq!(fields(&problems), ["idempotency_key"]);
+    }
+
+    #[test]
+    fn derived_keys_are_reserved_for_starts() {
+        assert!(check_start_key(&"a".repeat(64)).is_some());
+        assert!(check_start_key("ok-key_1").is_none());
+        assert!(check_start_key("no:colons").is_some());
+    }
+}
