@@ -49,3 +49,37 @@ fn serve_runs_every_role_and_stops_cleanly_on_sigterm() {
     };
     assert!(status.success(), "serve exited with {status}");
 }
+
+/// With NATS unreachable at start, every role starts: `/healthz` answers, `/readyz` says
+/// NATS is not ready, the planner writes runs; once NATS is up the runs go out, with no
+/// restart.
+#[test]
+fn serve_starts_without_nats_and_publishes_once_it_is_up() {
+    let mut nats = kairos_testkit::NatsServer::start();
+    nats.stop();
+    let mut served = Served::launch("api,planner,dispatcher,status", "nonats", nats);
+    let ready = served.get("/readyz").expect("readyz");
+    assert!(ready.contains(" 503 "), "{ready}");
+    assert!(ready.contains("nats is not connected"), "{ready}");
+
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let put = served.send("PUT", "/workflows/wf/versions/1", dag);
+    assert!(put.contains(" 201 ") || put.contains(" 200 "), "{put}");
+    let schedule = r#"{"schedule_id": "every-second", "workflow_id": "wf", "version": 1,
+        "user_id": "u", "cron_expr": "* * * * * *", "timezone": "UTC",
+        "overlap_policy": "allow"}"#;
+    let upsert = served.send("POST", "/schedules/upsert", schedule);
+    assert!(upsert.contains(" 201 "), "{upsert}");
+    let runs = served.wait_for("/schedules/every-second/runs?status=PENDING", "\"PENDING\"");
+    assert!(
+        !runs.contains("ENQUEUED"),
+        "nothing can be published yet: {runs}"
+    );
+
+    served.nats.restart();
+    served.wait_for("/readyz", " 200 ");
+    served.wait_for(
+        "/schedules/every-second/runs?status=ENQUEUED",
+        "\"ENQUEUED\"",
+    );
+}

@@ -2,6 +2,8 @@
 //! scratch database (dropped, and the process killed, however the test ends), a free port,
 //! and a wait until `/readyz` answers 200.
 
+#![allow(dead_code)] // Each test binary uses a part of this harness.
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -30,7 +32,8 @@ pub struct Served {
     pub child: Child,
     /// Its HTTP port on 127.0.0.1.
     pub port: u16,
-    _nats: NatsServer,
+    /// Its nats-server (tests may stop and restart it).
+    pub nats: NatsServer,
     base: String,
     db_name: String,
 }
@@ -38,7 +41,14 @@ pub struct Served {
 impl Served {
     /// Starts `kairos serve --roles <roles>` and waits until it is ready (at most 30 s).
     pub fn start(roles: &str, db_tag: &str) -> Served {
-        let nats = NatsServer::start();
+        let mut served = Served::launch(roles, db_tag, NatsServer::start());
+        served.wait_for("/readyz", " 200 ");
+        served
+    }
+
+    /// Starts `kairos serve --roles <roles>` against `nats` (running or not) and waits only
+    /// until the process answers `/healthz`.
+    pub fn launch(roles: &str, db_tag: &str, nats: NatsServer) -> Served {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
@@ -61,20 +71,40 @@ impl Served {
         let mut served = Served {
             child,
             port,
-            _nats: nats,
+            nats,
             base,
             db_name,
         };
+        served.wait_for("/healthz", " 200 ");
+        served
+    }
+
+    /// Polls `GET path` until its answer contains `expected` (at most 30 s); the answer.
+    ///
+    /// # Panics
+    /// When the process exits or the answer does not come in time.
+    pub fn wait_for(&mut self, path: &str, expected: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !served.get("/readyz").is_some_and(|a| a.contains(" 200 ")) {
+        loop {
+            let answer = self.get(path).unwrap_or_default();
+            if answer.contains(expected) {
+                return answer;
+            }
             assert!(
-                served.child.try_wait().expect("wait").is_none(),
-                "serve exited before it was ready"
+                self.child.try_wait().expect("wait").is_none(),
+                "serve exited while waiting for {path}"
             );
-            assert!(Instant::now() < deadline, "serve was not ready within 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "{path} did not answer {expected:?} within 30 s; last answer:\n{answer}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
-        served
+    }
+
+    /// `method path` with a JSON body.
+    pub fn send(&self, method: &str, path: &str, body: &str) -> String {
+        http(self.port, method, path, body).unwrap_or_default()
     }
 
     /// `GET path`.
