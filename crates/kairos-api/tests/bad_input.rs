@@ -323,3 +323,71 @@ async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
     );
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }
+
+/// One request without a body; answers status, content type and the raw body, so that a
+/// non-JSON refusal shows up as a failed assertion rather than a parse panic.
+async fn call_plain(
+    api: &axum::Router,
+    method: Method,
+    uri: &str,
+    token: &str,
+) -> (StatusCode, String, Option<String>, Vec<u8>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let response = api.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().expect("ascii").to_string())
+        .unwrap_or_default();
+    let allow = response
+        .headers()
+        .get(axum::http::header::ALLOW)
+        .map(|v| v.to_str().expect("ascii").to_string());
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, kind, allow, body.to_vec())
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn refusals_from_routing_and_path_parsing_are_problem_json(pool: PgPool) {
+    let api = strict(pool.clone());
+    let cases = [
+        (
+            Method::DELETE,
+            "/schedules/preview",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (Method::PATCH, "/healthz", StatusCode::METHOD_NOT_ALLOWED),
+        (Method::PUT, "/schedules", StatusCode::METHOD_NOT_ALLOWED),
+        // Not UTF-8 once percent-decoded: the `Path` extractor refuses it.
+        (Method::GET, "/schedules/%FF", StatusCode::BAD_REQUEST),
+        (Method::GET, "/schedules/%FF/runs", StatusCode::BAD_REQUEST),
+    ];
+    for (method, uri, expected) in cases {
+        let (status, kind, allow, body) = call_plain(&api, method.clone(), uri, DEPLOYER).await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, expected, "{method} {uri}: {text}");
+        assert_eq!(kind, "application/problem+json", "{method} {uri}: {text}");
+        let answer: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|err| panic!("{method} {uri}: not JSON ({err}): {text}"));
+        assert_eq!(answer["status"], json!(expected.as_u16()), "{answer}");
+        assert!(answer["title"].is_string(), "{answer}");
+        assert!(answer["detail"].is_string(), "{answer}");
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            assert!(allow.is_some(), "{method} {uri}: 405 without Allow");
+        }
+    }
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}
