@@ -324,6 +324,59 @@ async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }
 
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing(pool: PgPool) {
+    let api = strict(pool.clone());
+    let nul = |text: &str| json!(format!("{text}\u{0}x"));
+    for field in [
+        "user_id",
+        "workflow_id",
+        "schedule_id",
+        "cron_expr",
+        "timezone",
+    ] {
+        let body = with(field, nul("a"));
+        expect_refused(&api, &pool, Method::POST, "/schedules/upsert", body, field).await;
+    }
+    let preview = json!({"cron_expr": "0 7 * * *", "timezone": "UTC\u{0}"});
+    expect_refused(
+        &api,
+        &pool,
+        Method::POST,
+        "/schedules/preview",
+        preview,
+        "timezone",
+    )
+    .await;
+    let deploys = [
+        (
+            json!({"dag": {"nodes": [{"id": "a", "action": "run\u{0}"}]}}),
+            "dag",
+        ),
+        (json!({"dag": {"nodes": [{"id": "a", "p\u{0}": 1}]}}), "dag"),
+        (
+            json!({"dag": {"nodes": [{"id": "a", "p": {"q": ["\u{0}"]}}]}}),
+            "dag",
+        ),
+        (
+            json!({"dag": {"nodes": [{"id": "a"}]}, "schedules": [
+                {"schedule_id": "s", "user_id": "u\u{0}", "cron_expr": "0 7 * * *", "timezone": "UTC"}]}),
+            "schedules[0].user_id",
+        ),
+    ];
+    for (body, field) in deploys {
+        expect_refused(
+            &api,
+            &pool,
+            Method::PUT,
+            "/workflows/wf/versions/1",
+            body,
+            field,
+        )
+        .await;
+    }
+}
+
 /// One request without a body; answers status, content type and the raw body, so that a
 /// non-JSON refusal shows up as a failed assertion rather than a parse panic.
 async fn call_plain(

@@ -16,6 +16,24 @@ pub const MAX_NODES: usize = 10_000;
 /// Longest node id, in characters (the schema's `maxLength`).
 pub const MAX_NODE_ID_LEN: usize = 200;
 
+/// The rule a value with a NUL character breaks, for a [`crate::Problem`] naming the field.
+pub const NUL_RULE: &str = "must not contain NUL characters (\\u0000)";
+
+/// Whether a string or an object key anywhere in `value` contains NUL (U+0000).
+///
+/// PostgreSQL refuses NUL in `text` and `jsonb`, so such a value would fail at the insert
+/// (an internal error) instead of being refused as input.
+pub fn contains_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(contains_nul),
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key.contains('\0') || contains_nul(value)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
 /// Why a DAG was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -523,6 +541,26 @@ mod tests {
             Err(DagError::Cycle { nodes }) => assert_eq!(nodes, ["z", "y", "x"]),
             other => panic!("expected a cycle, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn nul_is_found_in_strings_and_keys_at_any_depth() {
+        let cases = [
+            (json!("a\u{0}"), true),
+            (json!({"k\u{0}": 1}), true),
+            (
+                json!({"nodes": [{"id": "a", "x": [[{"y": "\u{0}"}]]}]}),
+                true,
+            ),
+            (
+                json!({"nodes": [{"id": "a", "x": [1, true, null, "ok"]}]}),
+                false,
+            ),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(contains_nul(&value), expected, "{value}");
+        }
+        assert_eq!(NUL_RULE, r"must not contain NUL characters (\u0000)");
     }
 
     #[test]

@@ -138,7 +138,9 @@ impl Registrar {
         let version = check_key(&input.workflow_id, input.version)
             .map_err(|p| problems.extend(p))
             .ok();
-        if let Err(err) = dag::validate_dag(&input.dag) {
+        if dag::contains_nul(&input.dag) {
+            problems.push(Problem::new("dag", dag::NUL_RULE));
+        } else if let Err(err) = dag::validate_dag(&input.dag) {
             problems.push(Problem::new("dag", err.to_string()));
         }
         let checked = input.schedules.as_ref().map(|list| {

@@ -423,3 +423,33 @@ fn filter(workflow_id: &str) -> kairos_store::schedules::ListFilter {
         ..Default::default()
     }
 }
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_with_nul_characters_is_refused_and_nothing_is_stored(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    let dags = [
+        json!({"nodes": [{"id": "a", "action": "run\u{0}.sh"}]}),
+        json!({"nodes": [{"id": "a", "params": {"k\u{0}ey": 1}}]}),
+        json!({"nodes": [{"id": "a", "params": [["deep\u{0}"]]}]}),
+    ];
+    for (version, dag) in (1..).zip(dags) {
+        let body = WorkflowInput {
+            workflow_id: "wf".into(),
+            version,
+            dag: dag.clone(),
+            schedules: None,
+        };
+        match reg.put_workflow(&body).await {
+            Err(Error::Invalid(problems)) => {
+                assert_eq!(problems[0].field, "dag", "{dag}");
+                assert!(problems[0].rule.contains("NUL"), "{:?}", problems[0]);
+            }
+            other => panic!("{dag}: expected invalid, got {other:?}"),
+        }
+    }
+    let stored: i64 = sqlx::query_scalar("select count(*) from workflows")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+}
