@@ -6,7 +6,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
-use kairos_registrar::Settings;
+use kairos_registrar::{DagLimit, Settings};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -375,6 +375,37 @@ async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing(pool: P
         )
         .await;
     }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_over_the_launch_message_limit_is_refused_naming_dag(pool: PgPool) {
+    // The test body limit is 16 KiB; a 1 KiB DAG limit lets an ordinary body cross it.
+    let api = router_with(
+        pool.clone(),
+        Settings {
+            pinned_now: Some(ts("2026-03-08T12:00:00Z")),
+            dag_limit: DagLimit::new(1024),
+            ..Settings::default()
+        },
+    );
+    let nodes: Vec<Value> = (0..20)
+        .map(|n| json!({"id": format!("node-{n}"), "action": "x".repeat(100)}))
+        .collect();
+    let body = json!({"dag": {"nodes": nodes}});
+    let (status, kind, answer) = call(
+        &api,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        Some(DEPLOYER),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(kind, "application/problem+json");
+    assert_eq!(answer["errors"][0]["field"], "dag", "{answer}");
+    let rule = answer["errors"][0]["rule"].as_str().expect("rule");
+    assert!(rule.contains("at most 1024 bytes for the DAG"), "{rule}");
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }
 
 /// One request without a body; answers status, content type and the raw body, so that a

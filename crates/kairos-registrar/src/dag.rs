@@ -34,6 +34,28 @@ pub fn contains_nul(value: &Value) -> bool {
     }
 }
 
+/// The length of `value` as compact JSON, the form a launch message carries it in,
+/// counted without building the text.
+pub fn json_len(value: &Value) -> usize {
+    let mut counter = ByteCounter(0);
+    // Invariant: a `Value` always serializes, and the counter never fails to write.
+    serde_json::to_writer(&mut counter, value).expect("a JSON value serializes");
+    counter.0
+}
+
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Why a DAG was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -561,6 +583,15 @@ mod tests {
             assert_eq!(contains_nul(&value), expected, "{value}");
         }
         assert_eq!(NUL_RULE, r"must not contain NUL characters (\u0000)");
+    }
+
+    #[test]
+    fn json_len_is_the_compact_serialization() {
+        let value = json!({"nodes": [{"id": "a", "x": "é\u{1}\"", "n": [1.5, null]}]});
+        assert_eq!(
+            json_len(&value),
+            serde_json::to_vec(&value).expect("json").len()
+        );
     }
 
     #[test]

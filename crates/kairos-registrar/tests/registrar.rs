@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{jitter_offset, RunKey};
-use kairos_registrar::{Error, Registrar, ScheduleInput, Settings, WorkflowInput};
+use kairos_registrar::{DagLimit, Error, Registrar, ScheduleInput, Settings, WorkflowInput};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules;
 use serde_json::json;
@@ -452,4 +452,78 @@ async fn a_dag_with_nul_characters_is_refused_and_nothing_is_stored(pool: PgPool
         .await
         .expect("count");
     assert_eq!(stored, 0);
+}
+
+/// A valid DAG whose compact JSON is at least `bytes` long.
+fn dag_of_size(bytes: usize) -> serde_json::Value {
+    let padding = "p".repeat(1000);
+    let nodes: Vec<_> = (0..bytes / 1000 + 1)
+        .map(|n| json!({"id": format!("n{n}"), "padding": padding}))
+        .collect();
+    json!({ "nodes": nodes })
+}
+
+fn json_len(value: &serde_json::Value) -> usize {
+    serde_json::to_vec(value).expect("json").len()
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_over_the_default_nats_payload_is_refused_at_deploy(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    let dag = dag_of_size(1_200_000);
+    let size = json_len(&dag);
+    let body = WorkflowInput {
+        workflow_id: "wf".into(),
+        version: 1,
+        dag,
+        schedules: None,
+    };
+    match reg.put_workflow(&body).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].field, "dag");
+            let rule = &problems[0].rule;
+            assert!(rule.contains(&format!("is {size} bytes")), "{rule}");
+            assert!(rule.contains("(1048576 bytes)"), "{rule}");
+            assert!(rule.contains("at most 1046528 bytes"), "{rule}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let stored: i64 = sqlx::query_scalar("select count(*) from workflows")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn the_dag_limit_follows_the_servers_max_payload_through_the_shared_handle(pool: PgPool) {
+    let reg = registrar(pool, "2026-03-09T12:00:00Z");
+    // Set after the registrar was built: the handle in its settings is shared.
+    let limit = reg.settings().dag_limit.clone();
+    limit.set_from_max_payload(8 * 1024);
+    assert_eq!(limit.max_payload(), 8 * 1024);
+    assert_eq!(limit.get(), 8 * 1024 - DagLimit::LAUNCH_ENVELOPE_HEADROOM);
+    let big = dag_of_size(limit.get() + 1);
+    let body = |version: i64, dag: serde_json::Value| WorkflowInput {
+        workflow_id: "wf".into(),
+        version,
+        dag,
+        schedules: None,
+    };
+    match reg.put_workflow(&body(1, big)).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "dag");
+            assert!(problems[0].rule.contains("(8192 bytes)"), "{problems:?}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let fits = dag_of_size(4000);
+    assert!(json_len(&fits) <= limit.get());
+    assert!(
+        reg.put_workflow(&body(2, fits))
+            .await
+            .expect("fits")
+            .created
+    );
 }
