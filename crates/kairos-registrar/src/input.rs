@@ -318,8 +318,14 @@ fn narrow(value: i64) -> i32 {
     i32::try_from(value).expect("range-checked before narrowing")
 }
 
-/// The first tick at or after `now`, checked against "never fires" and `min_interval` by
-/// looking at the gaps between the first few ticks.
+/// The first tick at or after `now`, checked against "never fires" and, with the exact
+/// smallest gap the spec can leave between two ticks ([`Timetable::min_gap`]), against
+/// `min_interval`.
+///
+/// DST: the gap compared is the wall-clock one. A transition can shorten one real gap by
+/// the size of the transition (e.g. `0 1,3 * * *` is one real hour apart the day New York
+/// springs forward); `min_interval` bounds how often a spec fires, and counting those
+/// one-off shortenings would accept or refuse the same spec depending on its zone.
 pub(crate) fn first_tick(
     timetable: &Timetable,
     now: DateTime<Utc>,
@@ -328,25 +334,22 @@ pub(crate) fn first_tick(
     let Some(first) = timetable.first_at_or_after(now) else {
         return Err(never_fires(timetable, now));
     };
-    let mut previous = first;
-    for tick in timetable.ticks_after(first).take(5) {
-        let gap = tick - previous;
-        if gap < settings.min_interval {
-            return Err(Problem::new(
-                "cron_expr",
-                format!(
-                    "{:?} fires {}s apart ({} and {}), more often than min_interval {}s",
-                    timetable.spec().as_str(),
-                    gap.num_seconds(),
-                    rfc3339(previous),
-                    rfc3339(tick),
-                    settings.min_interval.num_seconds(),
-                ),
-            ));
-        }
-        previous = tick;
+    match timetable.min_gap(first) {
+        Some(closest) if closest.gap < settings.min_interval => Err(Problem::new(
+            "cron_expr",
+            format!(
+                "{:?} fires {}s apart ({} and {}, {} wall time), more often than \
+                 min_interval {}s",
+                timetable.spec().as_str(),
+                closest.gap.num_seconds(),
+                closest.earlier.format("%Y-%m-%dT%H:%M:%S"),
+                closest.later.format("%Y-%m-%dT%H:%M:%S"),
+                timetable.zone().name(),
+                settings.min_interval.num_seconds(),
+            ),
+        )),
+        _ => Ok(first),
     }
-    Ok(first)
 }
 
 fn never_fires(timetable: &Timetable, now: DateTime<Utc>) -> Problem {

@@ -527,3 +527,65 @@ async fn the_dag_limit_follows_the_servers_max_payload_through_the_shared_handle
             .created
     );
 }
+
+/// A registrar with `min_interval` of `seconds`, "now" pinned to `now`.
+fn with_min_interval(pool: PgPool, now: &str, seconds: i64) -> Registrar {
+    Registrar::new(
+        pool,
+        Settings {
+            pinned_now: Some(ts(now)),
+            min_interval: Duration::seconds(seconds),
+            ..Settings::default()
+        },
+    )
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec(pool: PgPool) {
+    let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 300);
+    // The 50 -> 51 gap is the 7th tick of the day: past the first few ticks.
+    match reg
+        .upsert(&input("late-gap", "0 0,10,20,30,40,50,51 0 * * *"))
+        .await
+    {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "cron_expr");
+            let rule = &problems[0].rule;
+            assert!(rule.contains("60s apart"), "{rule}");
+            assert!(
+                rule.contains("00:50:00") && rule.contains("00:51:00"),
+                "{rule}"
+            );
+            assert!(rule.contains("min_interval 300s"), "{rule}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 3 * 3600);
+    // 23:00 -> 01:00 only across midnight, and no two consecutive days match: 22 h apart.
+    reg.upsert(&input("mondays", "0 23,1 * * MON"))
+        .await
+        .expect("the real minimum gap is 22 h");
+    match reg.upsert(&input("nightly", "0 23,1 * * *")).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "cron_expr");
+            assert!(problems[0].rule.contains("7200s apart"), "{problems:?}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    assert_eq!(schedules::count(&pool).await.expect("count"), 1);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn min_interval_compares_wall_clock_gaps_across_dst(pool: PgPool) {
+    // US DST begins 2026-03-08: 01:00 EST -> 03:00 EDT is one real hour that day, two on
+    // the wall clock. The check is on wall-clock gaps (see input::first_tick), so it passes.
+    let reg = with_min_interval(pool, "2026-03-07T12:00:00Z", 2 * 3600);
+    let upserted = reg
+        .upsert(&input("around-dst", "0 1,3 * * *"))
+        .await
+        .expect("wall-clock gap is 2 h");
+    assert_eq!(
+        upserted.schedule.next_run_at,
+        Some(ts("2026-03-08T06:00:00Z"))
+    );
+}
