@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use kairos_registrar::Problem;
+use kairos_registrar::{dag, Problem};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -82,9 +82,21 @@ impl Fields {
         ));
     }
 
+    /// Refuses a value with NUL anywhere (strings or object keys): PostgreSQL cannot store
+    /// NUL in text or jsonb, so it must be a 400 naming the field, not a failed insert.
+    fn without_nul(&mut self, field: &str, value: Value) -> Option<Value> {
+        if dag::contains_nul(&value) {
+            self.problems
+                .push(Problem::new(self.name(field), dag::NUL_RULE));
+            return None;
+        }
+        Some(value)
+    }
+
     /// A string field.
     pub(crate) fn string(&mut self, field: &str, required: bool) -> Option<String> {
-        match self.take(field, required)? {
+        let value = self.take(field, required)?;
+        match self.without_nul(field, value)? {
             Value::String(text) => Some(text),
             other => {
                 self.wrong(field, "a string", &other);
@@ -130,9 +142,10 @@ impl Fields {
         }
     }
 
-    /// Any JSON value.
+    /// Any JSON value without NUL characters.
     pub(crate) fn value(&mut self, field: &str, required: bool) -> Option<Value> {
-        self.take(field, required)
+        let value = self.take(field, required)?;
+        self.without_nul(field, value)
     }
 
     /// An array field.

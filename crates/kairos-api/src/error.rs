@@ -20,6 +20,8 @@ pub enum ApiError {
     Auth(kairos_auth::Error),
     /// No route with this path.
     NoRoute,
+    /// The path exists but not with this method (the router adds the `Allow` header).
+    MethodNotAllowed,
     /// A dependency (PostgreSQL) does not answer.
     Unavailable(String),
 }
@@ -108,6 +110,13 @@ impl IntoResponse for ApiError {
                 "no such route".into(),
                 vec![],
             ),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "urn:kairos:problem:method-not-allowed",
+                "method not allowed",
+                "this route does not accept the method (see the Allow header)".into(),
+                vec![],
+            ),
             ApiError::Unavailable(what) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "urn:kairos:problem:unavailable",
@@ -120,6 +129,44 @@ impl IntoResponse for ApiError {
         };
         problem(status, kind, title, detail, problems)
     }
+}
+
+/// The largest plain refusal body [`problem_json_refusals`] reads; axum's own rejection
+/// texts are one line.
+const PLAIN_REFUSAL_LIMIT: usize = 64 * 1024;
+
+/// Turns a 4xx/5xx answer that is not already problem+json into one, keeping the status
+/// and headers (`Allow`, `WWW-Authenticate`), with `title` from the status and the original
+/// text as `detail`. Refusals made outside our handlers (axum's extractor rejections, such
+/// as a path segment that is not UTF-8 once percent-decoded) would otherwise go out as
+/// text/plain; this layer makes "every refusal is problem+json" hold without listing them.
+pub(crate) async fn problem_json_refusals(response: Response) -> Response {
+    let status = response.status();
+    let already_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/problem+json"));
+    if !(status.is_client_error() || status.is_server_error()) || already_problem {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, PLAIN_REFUSAL_LIMIT).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let title = status.canonical_reason().unwrap_or("error");
+    let detail = if text.is_empty() {
+        title.to_string()
+    } else {
+        text
+    };
+    let answer = problem(status, "about:blank", title, detail, vec![]);
+    let (answer_parts, answer_body) = answer.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in &answer_parts.headers {
+        parts.headers.insert(name, value.clone());
+    }
+    Response::from_parts(parts, answer_body)
 }
 
 fn summary(problems: &[Problem]) -> String {

@@ -164,8 +164,9 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// The router: every route of [`routes`] behind its role check, the body limit, and a
-/// problem+json 404 for unknown paths.
+/// The router: every route of [`routes`] behind its role check, the body limit, and
+/// problem+json for every refusal: 404 for unknown paths, 405 for a known path with another
+/// method, and any other plain-text 4xx/5xx (axum's extractor rejections) rewritten.
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new();
     for route in routes() {
@@ -184,8 +185,10 @@ pub fn app(state: AppState) -> Router {
         router = router.route(route.path, handler);
     }
     router
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .fallback(|| async { ApiError::NoRoute })
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(middleware::map_response(error::problem_json_refusals))
         .with_state(state)
 }
 

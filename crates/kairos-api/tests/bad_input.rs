@@ -6,7 +6,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
-use kairos_registrar::Settings;
+use kairos_registrar::{DagLimit, Settings};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -321,5 +321,157 @@ async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
         (status, answer["status"].clone()),
         (StatusCode::FORBIDDEN, json!(403))
     );
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing(pool: PgPool) {
+    let api = strict(pool.clone());
+    let nul = |text: &str| json!(format!("{text}\u{0}x"));
+    for field in [
+        "user_id",
+        "workflow_id",
+        "schedule_id",
+        "cron_expr",
+        "timezone",
+    ] {
+        let body = with(field, nul("a"));
+        expect_refused(&api, &pool, Method::POST, "/schedules/upsert", body, field).await;
+    }
+    let preview = json!({"cron_expr": "0 7 * * *", "timezone": "UTC\u{0}"});
+    expect_refused(
+        &api,
+        &pool,
+        Method::POST,
+        "/schedules/preview",
+        preview,
+        "timezone",
+    )
+    .await;
+    let deploys = [
+        (
+            json!({"dag": {"nodes": [{"id": "a", "action": "run\u{0}"}]}}),
+            "dag",
+        ),
+        (json!({"dag": {"nodes": [{"id": "a", "p\u{0}": 1}]}}), "dag"),
+        (
+            json!({"dag": {"nodes": [{"id": "a", "p": {"q": ["\u{0}"]}}]}}),
+            "dag",
+        ),
+        (
+            json!({"dag": {"nodes": [{"id": "a"}]}, "schedules": [
+                {"schedule_id": "s", "user_id": "u\u{0}", "cron_expr": "0 7 * * *", "timezone": "UTC"}]}),
+            "schedules[0].user_id",
+        ),
+    ];
+    for (body, field) in deploys {
+        expect_refused(
+            &api,
+            &pool,
+            Method::PUT,
+            "/workflows/wf/versions/1",
+            body,
+            field,
+        )
+        .await;
+    }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_over_the_launch_message_limit_is_refused_naming_dag(pool: PgPool) {
+    // The test body limit is 16 KiB; a 1 KiB DAG limit lets an ordinary body cross it.
+    let api = router_with(
+        pool.clone(),
+        Settings {
+            pinned_now: Some(ts("2026-03-08T12:00:00Z")),
+            dag_limit: DagLimit::new(1024),
+            ..Settings::default()
+        },
+    );
+    let nodes: Vec<Value> = (0..20)
+        .map(|n| json!({"id": format!("node-{n}"), "action": "x".repeat(100)}))
+        .collect();
+    let body = json!({"dag": {"nodes": nodes}});
+    let (status, kind, answer) = call(
+        &api,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        Some(DEPLOYER),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(kind, "application/problem+json");
+    assert_eq!(answer["errors"][0]["field"], "dag", "{answer}");
+    let rule = answer["errors"][0]["rule"].as_str().expect("rule");
+    assert!(rule.contains("at most 1024 bytes for the DAG"), "{rule}");
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}
+
+/// One request without a body; answers status, content type and the raw body, so that a
+/// non-JSON refusal shows up as a failed assertion rather than a parse panic.
+async fn call_plain(
+    api: &axum::Router,
+    method: Method,
+    uri: &str,
+    token: &str,
+) -> (StatusCode, String, Option<String>, Vec<u8>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let response = api.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().expect("ascii").to_string())
+        .unwrap_or_default();
+    let allow = response
+        .headers()
+        .get(axum::http::header::ALLOW)
+        .map(|v| v.to_str().expect("ascii").to_string());
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, kind, allow, body.to_vec())
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn refusals_from_routing_and_path_parsing_are_problem_json(pool: PgPool) {
+    let api = strict(pool.clone());
+    let cases = [
+        (
+            Method::DELETE,
+            "/schedules/preview",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (Method::PATCH, "/healthz", StatusCode::METHOD_NOT_ALLOWED),
+        (Method::PUT, "/schedules", StatusCode::METHOD_NOT_ALLOWED),
+        // Not UTF-8 once percent-decoded: the `Path` extractor refuses it.
+        (Method::GET, "/schedules/%FF", StatusCode::BAD_REQUEST),
+        (Method::GET, "/schedules/%FF/runs", StatusCode::BAD_REQUEST),
+    ];
+    for (method, uri, expected) in cases {
+        let (status, kind, allow, body) = call_plain(&api, method.clone(), uri, DEPLOYER).await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, expected, "{method} {uri}: {text}");
+        assert_eq!(kind, "application/problem+json", "{method} {uri}: {text}");
+        let answer: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|err| panic!("{method} {uri}: not JSON ({err}): {text}"));
+        assert_eq!(answer["status"], json!(expected.as_u16()), "{answer}");
+        assert!(answer["title"].is_string(), "{answer}");
+        assert!(answer["detail"].is_string(), "{answer}");
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            assert!(allow.is_some(), "{method} {uri}: 405 without Allow");
+        }
+    }
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }

@@ -20,7 +20,7 @@ use chrono::Duration;
 use kairos_api::AppState;
 use kairos_auth::Authenticator;
 use kairos_launcher::NatsLink;
-use kairos_registrar::{Registrar, Settings};
+use kairos_registrar::{DagLimit, Registrar, Settings};
 use kairos_store::PgPool;
 use kairos_worker::intake::Intake;
 use kairos_worker::planner::{Planner, PlannerConfig};
@@ -114,9 +114,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // connection, which is made in the background and retried while NATS is down.
         let intake = Intake::new(pool.clone());
         let link = (runs("dispatcher") || runs("status")).then(NatsLink::new);
+        // Deploys refuse a DAG that cannot fit a launch message: the NATS default limit
+        // until the server says its own.
+        let dag_limit = DagLimit::default();
         if let Some(link) = &link {
             let (link, nats) = (link.clone(), crate::dispatch::nats_config(&config));
-            tokio::spawn(async move { link.connect(nats).await });
+            let dag_limit = dag_limit.clone();
+            tokio::spawn(async move {
+                link.connect(nats).await;
+                if let Some(launcher) = link.get() {
+                    dag_limit.set_from_max_payload(launcher.max_payload());
+                }
+            });
         }
         if let (true, Some(link)) = (runs("dispatcher"), &link) {
             let (config, pool, link) = (config.clone(), pool.clone(), link.clone());
@@ -134,6 +143,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));
             let api = Api {
                 auth,
+                dag_limit,
                 pool,
                 intake,
                 nats: link,
@@ -232,6 +242,7 @@ fn retention_config(config: &Config) -> RetentionConfig {
 /// What the api role serves with.
 struct Api {
     auth: Authenticator,
+    dag_limit: DagLimit,
     pool: PgPool,
     intake: Intake,
     nats: Option<NatsLink>,
@@ -244,7 +255,7 @@ async fn serve_api(
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let state = AppState {
-        registrar: Registrar::new(api.pool, settings(config)?),
+        registrar: Registrar::new(api.pool, settings(config, api.dag_limit)?),
         auth: Arc::new(api.auth),
         max_body_bytes: config.http.max_body_bytes,
         intake: api.intake,
@@ -264,7 +275,7 @@ async fn serve_api(
 }
 
 /// The registrar's settings from `[scheduler]` and `[registrar]`.
-fn settings(config: &Config) -> anyhow::Result<Settings> {
+fn settings(config: &Config, dag_limit: DagLimit) -> anyhow::Result<Settings> {
     let min_interval = i64::try_from(config.scheduler.min_interval_s)
         .context("scheduler.min_interval_s is too large")?;
     Ok(Settings {
@@ -273,6 +284,7 @@ fn settings(config: &Config) -> anyhow::Result<Settings> {
         default_overlap: config.scheduler.default_overlap_policy,
         default_catchup: config.scheduler.default_catchup_policy,
         default_jitter_ms: config.scheduler.default_jitter_ms,
+        dag_limit,
         pinned_now: None,
     })
 }

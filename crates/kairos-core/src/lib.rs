@@ -3,7 +3,8 @@
 //! - [`Spec`]: one schedule string (cron, `@every <duration>`, `@at <RFC3339>`), parsed with
 //!   the syntax and rejections of DESIGN.md §4.
 //! - [`Timetable`]: a spec in an IANA zone with its anchor and `[start_at, end_at]` window;
-//!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199).
+//!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199);
+//!   `min_gap` is the smallest gap the spec leaves between two ticks.
 //! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
 //! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
@@ -26,7 +27,7 @@ pub use policy::{CatchupPolicy, OverlapPolicy, PolicyError};
 pub use problem::Problem;
 pub use run::{Reported, RunSource, RunStatus, UnknownName};
 pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
-pub use timetable::{Ticks, Timetable};
+pub use timetable::{MinGap, Ticks, Timetable};
 pub use zone::{parse_zone, ZoneError};
 
 /// Re-exported so that callers name zones with the same type the core evaluates them in.

@@ -16,6 +16,46 @@ pub const MAX_NODES: usize = 10_000;
 /// Longest node id, in characters (the schema's `maxLength`).
 pub const MAX_NODE_ID_LEN: usize = 200;
 
+/// The rule a value with a NUL character breaks, for a [`crate::Problem`] naming the field.
+pub const NUL_RULE: &str = "must not contain NUL characters (\\u0000)";
+
+/// Whether a string or an object key anywhere in `value` contains NUL (U+0000).
+///
+/// PostgreSQL refuses NUL in `text` and `jsonb`, so such a value would fail at the insert
+/// (an internal error) instead of being refused as input.
+pub fn contains_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(contains_nul),
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key.contains('\0') || contains_nul(value)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// The length of `value` as compact JSON, the form a launch message carries it in,
+/// counted without building the text.
+pub fn json_len(value: &Value) -> usize {
+    let mut counter = ByteCounter(0);
+    // Invariant: a `Value` always serializes, and the counter never fails to write.
+    serde_json::to_writer(&mut counter, value).expect("a JSON value serializes");
+    counter.0
+}
+
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Why a DAG was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -523,6 +563,35 @@ mod tests {
             Err(DagError::Cycle { nodes }) => assert_eq!(nodes, ["z", "y", "x"]),
             other => panic!("expected a cycle, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn nul_is_found_in_strings_and_keys_at_any_depth() {
+        let cases = [
+            (json!("a\u{0}"), true),
+            (json!({"k\u{0}": 1}), true),
+            (
+                json!({"nodes": [{"id": "a", "x": [[{"y": "\u{0}"}]]}]}),
+                true,
+            ),
+            (
+                json!({"nodes": [{"id": "a", "x": [1, true, null, "ok"]}]}),
+                false,
+            ),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(contains_nul(&value), expected, "{value}");
+        }
+        assert_eq!(NUL_RULE, r"must not contain NUL characters (\u0000)");
+    }
+
+    #[test]
+    fn json_len_is_the_compact_serialization() {
+        let value = json!({"nodes": [{"id": "a", "x": "é\u{1}\"", "n": [1.5, null]}]});
+        assert_eq!(
+            json_len(&value),
+            serde_json::to_vec(&value).expect("json").len()
+        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! What callers send ([`ScheduleInput`], [`PreviewInput`]), the registrar's [`Settings`],
 //! and the checks that need no database: every field against its rule, all problems at once.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{
     parse_zone, validate_id, CatchupPolicy, OverlapPolicy, Spec, Timetable, Tz, MAX_ID_LEN,
@@ -25,6 +28,9 @@ pub struct Settings {
     pub default_jitter_ms: u32,
     /// Fixes "now" instead of reading the database clock (tests only).
     pub pinned_now: Option<DateTime<Utc>>,
+    /// Largest DAG a deploy accepts, so that every launch message fits in one NATS
+    /// message. Shared by clones: setting it once NATS is connected updates every registrar.
+    pub dag_limit: DagLimit,
 }
 
 impl Default for Settings {
@@ -36,7 +42,64 @@ impl Default for Settings {
             default_catchup: CatchupPolicy::default(),
             default_jitter_ms: 0,
             pinned_now: None,
+            dag_limit: DagLimit::default(),
         }
+    }
+}
+
+/// The largest DAG (compact JSON, as published in the launch message) a deploy accepts.
+///
+/// A handle: clones share one value, so the process that connects to NATS can lower or
+/// raise the limit of registrars already built ([`DagLimit::set_from_max_payload`]).
+#[derive(Debug, Clone)]
+pub struct DagLimit(Arc<AtomicUsize>);
+
+impl DagLimit {
+    /// The NATS server's default `max_payload` (1 MiB), used until the server tells its own.
+    pub const NATS_DEFAULT_MAX_PAYLOAD: usize = 1_048_576;
+
+    /// Bytes of a launch message reserved for everything around the DAG.
+    ///
+    /// The message adds the run key (64 hex digits), schedule, workflow and user ids (at most
+    /// 200 characters each, never escaped: ids are plain ASCII), the version, two RFC 3339
+    /// times, source and attempt, plus the field names; NATS counts the `Nats-Msg-Id` header
+    /// against `max_payload` too. That is about 1 KiB at most; 2 KiB leaves room for a field
+    /// or two more without revisiting this number.
+    pub const LAUNCH_ENVELOPE_HEADROOM: usize = 2048;
+
+    /// A limit of `bytes` for the DAG itself.
+    pub fn new(bytes: usize) -> DagLimit {
+        DagLimit(Arc::new(AtomicUsize::new(bytes)))
+    }
+
+    /// Sets the limit for the DAG itself to `bytes`.
+    pub fn set(&self, bytes: usize) {
+        // Relaxed: a lone number, read independently of any other memory.
+        self.0.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Sets the limit from the NATS server's `max_payload` (as the connection reports it),
+    /// keeping [`DagLimit::LAUNCH_ENVELOPE_HEADROOM`] for the rest of the launch message.
+    pub fn set_from_max_payload(&self, max_payload: usize) {
+        self.set(max_payload.saturating_sub(DagLimit::LAUNCH_ENVELOPE_HEADROOM));
+    }
+
+    /// The limit for the DAG itself, in bytes.
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The `max_payload` this limit stands for (the limit plus the headroom).
+    pub fn max_payload(&self) -> usize {
+        self.get()
+            .saturating_add(DagLimit::LAUNCH_ENVELOPE_HEADROOM)
+    }
+}
+
+impl Default for DagLimit {
+    /// The limit for a server with the default `max_payload`.
+    fn default() -> DagLimit {
+        DagLimit::new(DagLimit::NATS_DEFAULT_MAX_PAYLOAD - DagLimit::LAUNCH_ENVELOPE_HEADROOM)
     }
 }
 
@@ -255,8 +318,14 @@ fn narrow(value: i64) -> i32 {
     i32::try_from(value).expect("range-checked before narrowing")
 }
 
-/// The first tick at or after `now`, checked against "never fires" and `min_interval` by
-/// looking at the gaps between the first few ticks.
+/// The first tick at or after `now`, checked against "never fires" and, with the exact
+/// smallest gap the spec can leave between two ticks ([`Timetable::min_gap`]), against
+/// `min_interval`.
+///
+/// DST: the gap compared is the wall-clock one. A transition can shorten one real gap by
+/// the size of the transition (e.g. `0 1,3 * * *` is one real hour apart the day New York
+/// springs forward); `min_interval` bounds how often a spec fires, and counting those
+/// one-off shortenings would accept or refuse the same spec depending on its zone.
 pub(crate) fn first_tick(
     timetable: &Timetable,
     now: DateTime<Utc>,
@@ -265,25 +334,22 @@ pub(crate) fn first_tick(
     let Some(first) = timetable.first_at_or_after(now) else {
         return Err(never_fires(timetable, now));
     };
-    let mut previous = first;
-    for tick in timetable.ticks_after(first).take(5) {
-        let gap = tick - previous;
-        if gap < settings.min_interval {
-            return Err(Problem::new(
-                "cron_expr",
-                format!(
-                    "{:?} fires {}s apart ({} and {}), more often than min_interval {}s",
-                    timetable.spec().as_str(),
-                    gap.num_seconds(),
-                    rfc3339(previous),
-                    rfc3339(tick),
-                    settings.min_interval.num_seconds(),
-                ),
-            ));
-        }
-        previous = tick;
+    match timetable.min_gap(first) {
+        Some(closest) if closest.gap < settings.min_interval => Err(Problem::new(
+            "cron_expr",
+            format!(
+                "{:?} fires {}s apart ({} and {}, {} wall time), more often than \
+                 min_interval {}s",
+                timetable.spec().as_str(),
+                closest.gap.num_seconds(),
+                closest.earlier.format("%Y-%m-%dT%H:%M:%S"),
+                closest.later.format("%Y-%m-%dT%H:%M:%S"),
+                timetable.zone().name(),
+                settings.min_interval.num_seconds(),
+            ),
+        )),
+        _ => Ok(first),
     }
-    Ok(first)
 }
 
 fn never_fires(timetable: &Timetable, now: DateTime<Utc>) -> Problem {

@@ -13,7 +13,7 @@ use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError};
 use crate::error::{Error, Problem, Result};
-use crate::input::{self, Checked, ScheduleInput};
+use crate::input::{self, Checked, DagLimit, ScheduleInput};
 use crate::schedules::plan_error;
 use crate::{dag, Registrar};
 
@@ -140,7 +140,11 @@ impl Registrar {
         let version = check_key(&input.workflow_id, input.version)
             .map_err(|p| problems.extend(p))
             .ok();
-        if let Err(err) = dag::validate_dag(&input.dag) {
+        if dag::contains_nul(&input.dag) {
+            problems.push(Problem::new("dag", dag::NUL_RULE));
+        } else if let Some(problem) = too_large(&input.dag, &self.settings.dag_limit) {
+            problems.push(problem);
+        } else if let Err(err) = dag::validate_dag(&input.dag) {
             problems.push(Problem::new("dag", err.to_string()));
         }
         let checked = input.schedules.as_ref().map(|list| {
@@ -212,6 +216,23 @@ impl Registrar {
             Err(Error::Invalid(problems))
         }
     }
+}
+
+/// Every launch message carries the DAG; one larger than the NATS server's `max_payload`
+/// allows would be stored and then fail every launch, so it is refused at deploy.
+fn too_large(dag: &serde_json::Value, limit: &DagLimit) -> Option<Problem> {
+    let size = dag::json_len(dag);
+    let limit_bytes = limit.get();
+    (size > limit_bytes).then(|| {
+        Problem::new(
+            "dag",
+            format!(
+                "is {size} bytes as JSON; launch messages must fit the NATS server's \
+                 max_payload ({} bytes), leaving at most {limit_bytes} bytes for the DAG",
+                limit.max_payload()
+            ),
+        )
+    })
 }
 
 /// A deployed schedule must launch the workflow and version being deployed.

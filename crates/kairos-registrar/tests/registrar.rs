@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};
-use kairos_registrar::{Error, Registrar, ScheduleInput, Settings, WorkflowInput};
+use kairos_registrar::{DagLimit, Error, Registrar, ScheduleInput, Settings, WorkflowInput};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules;
 use serde_json::json;
@@ -423,4 +423,170 @@ fn filter(workflow_id: &str) -> kairos_store::schedules::ListFilter {
         limit: 100,
         ..Default::default()
     }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_with_nul_characters_is_refused_and_nothing_is_stored(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    let dags = [
+        json!({"nodes": [{"id": "a", "action": "run\u{0}.sh"}]}),
+        json!({"nodes": [{"id": "a", "params": {"k\u{0}ey": 1}}]}),
+        json!({"nodes": [{"id": "a", "params": [["deep\u{0}"]]}]}),
+    ];
+    for (version, dag) in (1..).zip(dags) {
+        let body = WorkflowInput {
+            workflow_id: "wf".into(),
+            version,
+            dag: dag.clone(),
+            schedules: None,
+        };
+        match reg.put_workflow(&body).await {
+            Err(Error::Invalid(problems)) => {
+                assert_eq!(problems[0].field, "dag", "{dag}");
+                assert!(problems[0].rule.contains("NUL"), "{:?}", problems[0]);
+            }
+            other => panic!("{dag}: expected invalid, got {other:?}"),
+        }
+    }
+    let stored: i64 = sqlx::query_scalar("select count(*) from workflows")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+}
+
+/// A valid DAG whose compact JSON is at least `bytes` long.
+fn dag_of_size(bytes: usize) -> serde_json::Value {
+    let padding = "p".repeat(1000);
+    let nodes: Vec<_> = (0..bytes / 1000 + 1)
+        .map(|n| json!({"id": format!("n{n}"), "padding": padding}))
+        .collect();
+    json!({ "nodes": nodes })
+}
+
+fn json_len(value: &serde_json::Value) -> usize {
+    serde_json::to_vec(value).expect("json").len()
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_dag_over_the_default_nats_payload_is_refused_at_deploy(pool: PgPool) {
+    let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
+    let dag = dag_of_size(1_200_000);
+    let size = json_len(&dag);
+    let body = WorkflowInput {
+        workflow_id: "wf".into(),
+        version: 1,
+        dag,
+        schedules: None,
+    };
+    match reg.put_workflow(&body).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].field, "dag");
+            let rule = &problems[0].rule;
+            assert!(rule.contains(&format!("is {size} bytes")), "{rule}");
+            assert!(rule.contains("(1048576 bytes)"), "{rule}");
+            assert!(rule.contains("at most 1046528 bytes"), "{rule}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let stored: i64 = sqlx::query_scalar("select count(*) from workflows")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn the_dag_limit_follows_the_servers_max_payload_through_the_shared_handle(pool: PgPool) {
+    let reg = registrar(pool, "2026-03-09T12:00:00Z");
+    // Set after the registrar was built: the handle in its settings is shared.
+    let limit = reg.settings().dag_limit.clone();
+    limit.set_from_max_payload(8 * 1024);
+    assert_eq!(limit.max_payload(), 8 * 1024);
+    assert_eq!(limit.get(), 8 * 1024 - DagLimit::LAUNCH_ENVELOPE_HEADROOM);
+    let big = dag_of_size(limit.get() + 1);
+    let body = |version: i64, dag: serde_json::Value| WorkflowInput {
+        workflow_id: "wf".into(),
+        version,
+        dag,
+        schedules: None,
+    };
+    match reg.put_workflow(&body(1, big)).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "dag");
+            assert!(problems[0].rule.contains("(8192 bytes)"), "{problems:?}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let fits = dag_of_size(4000);
+    assert!(json_len(&fits) <= limit.get());
+    assert!(
+        reg.put_workflow(&body(2, fits))
+            .await
+            .expect("fits")
+            .created
+    );
+}
+
+/// A registrar with `min_interval` of `seconds`, "now" pinned to `now`.
+fn with_min_interval(pool: PgPool, now: &str, seconds: i64) -> Registrar {
+    Registrar::new(
+        pool,
+        Settings {
+            pinned_now: Some(ts(now)),
+            min_interval: Duration::seconds(seconds),
+            ..Settings::default()
+        },
+    )
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec(pool: PgPool) {
+    let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 300);
+    // The 50 -> 51 gap is the 7th tick of the day: past the first few ticks.
+    match reg
+        .upsert(&input("late-gap", "0 0,10,20,30,40,50,51 0 * * *"))
+        .await
+    {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "cron_expr");
+            let rule = &problems[0].rule;
+            assert!(rule.contains("60s apart"), "{rule}");
+            assert!(
+                rule.contains("00:50:00") && rule.contains("00:51:00"),
+                "{rule}"
+            );
+            assert!(rule.contains("min_interval 300s"), "{rule}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 3 * 3600);
+    // 23:00 -> 01:00 only across midnight, and no two consecutive days match: 22 h apart.
+    reg.upsert(&input("mondays", "0 23,1 * * MON"))
+        .await
+        .expect("the real minimum gap is 22 h");
+    match reg.upsert(&input("nightly", "0 23,1 * * *")).await {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems[0].field, "cron_expr");
+            assert!(problems[0].rule.contains("7200s apart"), "{problems:?}");
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    assert_eq!(schedules::count(&pool).await.expect("count"), 1);
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn min_interval_compares_wall_clock_gaps_across_dst(pool: PgPool) {
+    // US DST begins 2026-03-08: 01:00 EST -> 03:00 EDT is one real hour that day, two on
+    // the wall clock. The check is on wall-clock gaps (see input::first_tick), so it passes.
+    let reg = with_min_interval(pool, "2026-03-07T12:00:00Z", 2 * 3600);
+    let upserted = reg
+        .upsert(&input("around-dst", "0 1,3 * * *"))
+        .await
+        .expect("wall-clock gap is 2 h");
+    assert_eq!(
+        upserted.schedule.next_run_at,
+        Some(ts("2026-03-08T06:00:00Z"))
+    );
 }

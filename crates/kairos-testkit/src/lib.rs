@@ -1,43 +1,62 @@
 //! Test-only helpers shared by the integration tests of several crates.
 //!
-//! [`NatsServer`] spawns a real `nats-server` with JetStream on a free port and its own
-//! store directory, so tests run in parallel and can stop and restart their server.
-//! [`prometheus::sample`] reads one series out of a `/metrics` text.
+//! [`NatsServer`] spawns a real `nats-server` with JetStream on a port of its own choosing
+//! and its own store directory, so tests run in parallel and can stop and restart their
+//! server. [`prometheus::sample`] reads one series out of a `/metrics` text.
 
 pub mod prometheus;
 
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::fs::File;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How long a start or restart may take before the test fails.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A `nats-server -js` owned by one test; killed and cleaned up on drop.
 #[derive(Debug)]
 pub struct NatsServer {
     port: u16,
     store: tempfile::TempDir,
+    /// Ports files and the server log; kept apart from the JetStream store.
+    scratch: tempfile::TempDir,
     child: Option<Child>,
 }
 
 impl NatsServer {
-    /// Starts a server on a free loopback port and waits until it accepts connections.
+    /// Starts a server on a loopback port and waits until it accepts connections.
     /// The binary is `$KAIROS_NATS_SERVER`, else `nats-server` on `PATH`.
+    ///
+    /// The server picks the port itself (`-p -1`) and reports it in a ports file. Picking
+    /// a free port here and handing it over would leave a window in which a parallel test
+    /// takes the same port; the second server then exits while the connection check still
+    /// succeeds against the first.
     ///
     /// # Panics
     /// When the server cannot be started: a test that needs NATS fails, it never skips.
     pub fn start() -> NatsServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("pick a free port")
-            .port();
         let store = tempfile::tempdir().expect("temp dir for the JetStream store");
-        let mut server = NatsServer {
+        let scratch = tempfile::tempdir().expect("temp dir for the ports file and log");
+        let mut child = spawn(None, store.path(), scratch.path());
+        let port = match wait_for_ports_file(&mut child, scratch.path()) {
+            Ok(port) => port,
+            Err(reason) => {
+                stop_child(&mut child);
+                panic!(
+                    "nats-server did not start: {reason}\n{}",
+                    log_tail(scratch.path())
+                );
+            }
+        };
+        wait_until_connectable(port);
+        NatsServer {
             port,
             store,
-            child: None,
-        };
-        server.restart();
-        server
+            scratch,
+            child: Some(child),
+        }
     }
 
     /// `nats://127.0.0.1:<port>`.
@@ -48,27 +67,34 @@ impl NatsServer {
     /// Kills the server (as a crash would); its store directory stays.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_child(&mut child);
         }
     }
 
-    /// Starts the server again on the same port with the same store.
+    /// Starts the server again on the same port with the same store, so clients reconnect
+    /// to the same URL.
     ///
     /// # Panics
-    /// When the server does not come up within 10 s.
+    /// When the server does not come up within 10 s, in particular when another process
+    /// took the port while the server was stopped.
     pub fn restart(&mut self) {
         self.stop();
-        self.child = Some(spawn(self.port, self.store.path()));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not start on port {}",
-                self.port
+        remove_ports_files(self.scratch.path());
+        let mut child = spawn(Some(self.port), self.store.path(), self.scratch.path());
+        // The ports file carries our child's pid, so it proves that *our* server is
+        // listening; a connection check alone would also succeed against whoever took
+        // the port meanwhile.
+        if let Err(reason) = wait_for_ports_file(&mut child, self.scratch.path()) {
+            stop_child(&mut child);
+            panic!(
+                "nats-server did not restart on port {} (was the port taken while it was \
+                 stopped?): {reason}\n{}",
+                self.port,
+                log_tail(self.scratch.path())
             );
-            std::thread::sleep(Duration::from_millis(20));
         }
+        self.child = Some(child);
+        wait_until_connectable(self.port);
     }
 }
 
@@ -78,13 +104,107 @@ impl Drop for NatsServer {
     }
 }
 
-fn spawn(port: u16, store: &Path) -> Child {
+/// Spawns `nats-server`; `port: None` lets it choose. Its log goes to `scratch/nats.log`,
+/// appended across restarts, so a failure can show why the server exited.
+fn spawn(port: Option<u16>, store: &Path, scratch: &Path) -> Child {
     let binary = std::env::var("KAIROS_NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(log_path(scratch))
+        .expect("open the nats-server log");
+    let port = port.map_or_else(|| "-1".to_owned(), |port| port.to_string());
     Command::new(&binary)
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .args(["-js", "-a", "127.0.0.1", "-p", &port, "--ports_file_dir"])
+        .arg(scratch)
+        .arg("-sd")
         .arg(store)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap_or_else(|err| panic!("cannot start {binary:?} (install nats-server): {err}"))
+}
+
+fn stop_child(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits for `<scratch>/<binary>_<pid>.ports`, which nats-server writes once it listens,
+/// and returns the client port from it. Fails as soon as the child exits.
+fn wait_for_ports_file(child: &mut Child, scratch: &Path) -> Result<u16, String> {
+    let suffix = format!("_{}.ports", child.id());
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll nats-server") {
+            return Err(format!("it exited with {status}"));
+        }
+        if let Some(port) = ports_file(scratch, &suffix).and_then(|path| client_port(&path)) {
+            return Ok(port);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("no ports file after {STARTUP_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A killed server leaves its ports file behind; remove it so that a reused pid cannot
+/// match a stale file.
+fn remove_ports_files(scratch: &Path) {
+    let Ok(entries) = std::fs::read_dir(scratch) else {
+        return;
+    };
+    for path in entries.filter_map(Result::ok).map(|entry| entry.path()) {
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "ports")
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn ports_file(scratch: &Path, suffix: &str) -> Option<PathBuf> {
+    std::fs::read_dir(scratch)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.ends_with(suffix))
+        })
+}
+
+/// Reads the port of `{"nats":["nats://127.0.0.1:<port>"], ...}`. `None` while the file
+/// is still being written.
+fn client_port(path: &Path) -> Option<u16> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let url = text.split("\"nats://").nth(1)?;
+    let address = &url[..url.find('"')?];
+    address.rsplit(':').next()?.parse().ok()
+}
+
+fn wait_until_connectable(port: u16) {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nats-server did not accept connections on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn log_path(scratch: &Path) -> PathBuf {
+    scratch.join("nats.log")
+}
+
+/// The last lines of the server log, for panic messages.
+fn log_tail(scratch: &Path) -> String {
+    let log = std::fs::read_to_string(log_path(scratch)).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+    format!("nats-server log (last lines):\n{tail}")
 }

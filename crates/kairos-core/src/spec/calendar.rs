@@ -110,6 +110,118 @@ impl Calendar {
     }
 }
 
+/// Two consecutive matching wall times and the wall-clock seconds between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WallGap {
+    pub(crate) seconds: i64,
+    pub(crate) earlier: NaiveDateTime,
+    pub(crate) later: NaiveDateTime,
+}
+
+impl Calendar {
+    /// The smallest wall-clock gap between two consecutive matching wall times from `from`
+    /// to the end of 2199, with its first occurrence at or after `from`; `None` when fewer
+    /// than two wall times match.
+    ///
+    /// Every matching day has the same times of day (seconds × minutes × hours, at most
+    /// 86,400), so the gaps inside a day are known from that list alone. The gap across days, from the last time of one matching day
+    /// to the first time of the next, depends on how close matching days come; they are
+    /// enumerated up to the horizon, stopping early at two consecutive days.
+    pub(crate) fn min_gap(&self, from: NaiveDateTime) -> Option<WallGap> {
+        let times = self.times_of_day();
+        let (&first_time, &last_time) = (times.first()?, times.last()?);
+        // Its last time is at or after `from`, so every pair across days from here is too.
+        let first_day = self.first_at_or_after(from)?.date();
+        let at = |date: NaiveDate, second: u32| {
+            NaiveTime::from_num_seconds_from_midnight_opt(second, 0).map(|t| date.and_time(t))
+        };
+        let within_day = times
+            .windows(2)
+            .map(|pair| pair[1] - pair[0])
+            .min()
+            .and_then(|smallest| {
+                let pairs = times
+                    .windows(2)
+                    .filter(|pair| pair[1] - pair[0] == smallest);
+                // The first pair that close still ahead of `from` on the first day, else
+                // the first one of the next matching day (all of whose times are ahead).
+                let (day, pair) = match pairs
+                    .clone()
+                    .find(|pair| at(first_day, pair[0]).is_some_and(|earlier| earlier >= from))
+                {
+                    Some(pair) => (first_day, pair),
+                    None => {
+                        let next = day_after(first_day)?;
+                        (self.first_at_or_after(next)?.date(), pairs.clone().next()?)
+                    }
+                };
+                Some(WallGap {
+                    seconds: i64::from(smallest),
+                    earlier: at(day, pair[0])?,
+                    later: at(day, pair[1])?,
+                })
+            });
+        let across_days = self
+            .closest_matching_days(first_day)
+            .and_then(|(day, next)| {
+                Some(WallGap {
+                    seconds: (next - day).num_days() * 86_400 - i64::from(last_time)
+                        + i64::from(first_time),
+                    earlier: at(day, last_time)?,
+                    later: at(next, first_time)?,
+                })
+            });
+        match (within_day, across_days) {
+            (Some(within), Some(across)) if across.seconds < within.seconds => Some(across),
+            (Some(within), _) => Some(within),
+            (None, across) => across,
+        }
+    }
+
+    /// Matching times of day as seconds from midnight, ascending.
+    fn times_of_day(&self) -> Vec<u32> {
+        let mut times: Vec<u32> = self
+            .hours
+            .iter()
+            .flat_map(|&hour| {
+                self.minutes.iter().flat_map(move |&minute| {
+                    self.seconds
+                        .iter()
+                        .map(move |&second| hour * 3_600 + minute * 60 + second)
+                })
+            })
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        times
+    }
+
+    /// The first two successive matching days, starting at the matching day `first`, that
+    /// are closest together; `None` when `first` is the only one before the horizon.
+    fn closest_matching_days(&self, first: NaiveDate) -> Option<(NaiveDate, NaiveDate)> {
+        let mut best: Option<(NaiveDate, NaiveDate)> = None;
+        let mut day = first;
+        while let Some(next) = day_after(day)
+            .and_then(|next| self.first_at_or_after(next))
+            .map(|wall| wall.date())
+        {
+            if best.is_none_or(|(a, b)| next - day < b - a) {
+                best = Some((day, next));
+            }
+            if (next - day).num_days() == 1 {
+                break;
+            }
+            day = next;
+        }
+        best
+    }
+}
+
+/// Midnight of the day after `date`.
+fn day_after(date: NaiveDate) -> Option<NaiveDateTime> {
+    Some(date.succ_opt()?.and_time(NaiveTime::MIN))
+}
+
 fn first_of_next_month(date: NaiveDate) -> Option<NaiveDate> {
     let (year, month) = if date.month() == 12 {
         (date.year() + 1, 1)

@@ -3,10 +3,10 @@
 
 mod dst;
 
-use chrono::{DateTime, Datelike, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::spec::{Rule, Spec, HORIZON_YEAR};
+use crate::spec::{Rule, Spec, WallGap, HORIZON_YEAR};
 
 /// When a schedule fires. Pure: the same inputs always give the same ticks.
 #[derive(Debug, Clone)]
@@ -93,6 +93,68 @@ impl Timetable {
         Ticks {
             timetable: self,
             last: Some(after),
+        }
+    }
+}
+
+/// The smallest gap a spec leaves between two consecutive ticks; see
+/// [`Timetable::min_gap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinGap {
+    /// The gap, measured on the wall clock of the timetable's zone.
+    pub gap: Duration,
+    /// The first tick of the first pair that far apart, as wall time in the zone.
+    pub earlier: NaiveDateTime,
+    /// The tick after it, as wall time in the zone.
+    pub later: NaiveDateTime,
+}
+
+impl Timetable {
+    /// The smallest gap between two consecutive ticks of the spec from `from` on, with the
+    /// first pair of ticks that close (as wall times in the zone); `None` when the spec
+    /// fires at most once (`@at`, or a cron matching one wall time before 2200).
+    ///
+    /// Exact for cron: every time of day a matching day has is considered, and the gap
+    /// across midnight only counts when matching days actually come that close (so
+    /// `0 23,1 * * MON` has a 22 h minimum gap, `0 23,1 * * *` a 2 h one). `@every d` is `d`.
+    /// The window (`start_at`/`end_at`) is not applied: this is a property of the spec.
+    ///
+    /// DST: cron gaps are wall-clock gaps, the same in every zone. A transition can make
+    /// one real gap shorter than that, by at most the size of the transition: a fixed-time
+    /// tick moved to the instant the clocks jumped, `0 1,3 * * *` being one real hour apart
+    /// on the day clocks spring forward, or a wildcard job restarting its minutes in the
+    /// replayed hour of a fall back. Those are one-off shortenings a few times a year, not
+    /// the rate a spec fires at; a limit such as `min_interval` that counted them would
+    /// accept or refuse the same spec depending on the zone, so they are deliberately left
+    /// out.
+    pub fn min_gap(&self, from: DateTime<Utc>) -> Option<MinGap> {
+        let wall = |seconds: i64| {
+            DateTime::from_timestamp(seconds, 0)
+                .map(|at| at.with_timezone(&self.zone).naive_local())
+        };
+        match &self.spec.rule {
+            Rule::Cron { calendar, .. } => {
+                let from = from.with_timezone(&self.zone).naive_local();
+                let WallGap {
+                    seconds,
+                    earlier,
+                    later,
+                } = calendar.min_gap(from)?;
+                Some(MinGap {
+                    gap: Duration::seconds(seconds),
+                    earlier,
+                    later,
+                })
+            }
+            Rule::Every { seconds } => {
+                let first = next_every(self.anchor, *seconds, from.timestamp() - 1);
+                Some(MinGap {
+                    gap: Duration::seconds(*seconds),
+                    earlier: wall(first)?,
+                    later: wall(first + seconds)?,
+                })
+            }
+            Rule::At { .. } => None,
         }
     }
 }
