@@ -147,3 +147,56 @@ async fn readyz_checks_nats(pool: PgPool) {
     let (status, _, _) = call(&api, Method::GET, "/readyz", None, None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// Bug: a NUL byte in a status report was a 500 (PostgreSQL refuses NUL in text). Every text
+/// field with NUL is a 400 naming it, for a known run or not; an unknown run is a 404; a run
+/// that was never published is a 409 saying so. Nothing changes.
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn status_reports_refuse_nul_unknown_and_unpublished_runs(pool: PgPool) {
+    let nats = NatsServer::start();
+    let api = api(pool.clone(), &nats).await;
+    workflow(&pool).await;
+    // A run of a tick ten minutes from now: planned, never published.
+    let future = "b".repeat(64);
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, workflow_id, \
+         version, user_id) values ($1, 's', date_trunc('second', now()) + interval '10 min', \
+         date_trunc('second', now()) + interval '10 min', 'wf', 1, 'u')",
+    )
+    .bind(&future)
+    .execute(&pool)
+    .await
+    .expect("insert future run");
+    let post = |key: String, body| {
+        let api = api.clone();
+        async move {
+            let uri = format!("/runs/{key}/status");
+            call(&api, Method::POST, &uri, Some(EXECUTOR), Some(body)).await
+        }
+    };
+    for field in ["error", "executor_id", "run_id"] {
+        for key in [future.clone(), "no-such-run".to_string()] {
+            let body = json!({"status": "FAILED", field: "x\u{0}"});
+            let (status, kind, body) = post(key, body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {body}");
+            assert_eq!(kind, "application/problem+json");
+            assert_eq!(body["errors"][0]["field"], json!(field));
+        }
+    }
+    let (status, _, _) = post("no-such-run".into(), json!({"status": "SUCCESS"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, body) = post(future.clone(), json!({"status": "STARTED"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("never published")),
+        "{body}"
+    );
+    let run = kairos_store::runs::get(&pool, &future)
+        .await
+        .expect("read run")
+        .expect("run");
+    assert_eq!(run.status, kairos_core::RunStatus::Pending, "nothing moved");
+    assert_eq!(run.executor_id, None);
+}

@@ -176,3 +176,77 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
         Err(Error::WorkflowNotFound { version: 7, .. })
     ));
 }
+
+/// Bug: a status message that can never succeed (NUL in a field, which PostgreSQL refuses)
+/// was redelivered forever; 1,000 of them filled the consumer's `max_ack_pending` and then
+/// no report was processed at all. Now every such message is terminated at once, so the
+/// stream drains and a valid report behind 1,050 of them is applied.
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn status_messages_that_can_never_succeed_leave_the_stream(pool: PgPool) {
+    let (_server, launcher) = enqueued_run(&pool).await;
+    let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
+        .await
+        .expect("status consumer");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let intake = tokio::spawn({
+        let intake = Intake::new(pool.clone());
+        async move {
+            let shutdown = async { stopped.await.unwrap_or(()) };
+            let intake = &intake;
+            consumer
+                .run(|message| intake.take_message(message), shutdown)
+                .await
+        }
+    });
+    for n in 0..1_050u64 {
+        // NUL in a field (for the real run and for unknown ones), an unknown run, a key that
+        // does not match its subject, a body that is not JSON.
+        let (subject_key, body) = match n % 5 {
+            0 => (
+                key(1),
+                json!({"idempotency_key": key(1), "status": "FAILED", "error": "a\u{0}"}),
+            ),
+            1 => (
+                key(n + 10),
+                json!({"idempotency_key": key(n + 10), "status": "FAILED",
+                   "executor_id": "e\u{0}"}),
+            ),
+            2 => (
+                key(n + 10),
+                json!({"idempotency_key": key(n + 10), "status": "SUCCESS"}),
+            ),
+            3 => (
+                key(1),
+                json!({"idempotency_key": key(2), "status": "SUCCESS"}),
+            ),
+            _ => (key(1), json!("not an object")),
+        };
+        publish_status(&launcher, "kairos", &subject_key, &body)
+            .await
+            .expect("publish poison");
+    }
+    let valid = json!({"idempotency_key": key(1), "status": "SUCCESS", "executor_id": "e1"});
+    publish_status(&launcher, "kairos", &key(1), &valid)
+        .await
+        .expect("publish valid report");
+    until(
+        Duration::from_secs(30),
+        "the valid report is applied",
+        || async { status_of(&pool, 1).await == RunStatus::Success },
+    )
+    .await;
+    until(Duration::from_secs(10), "status stream drained", || async {
+        read_stream(&launcher, STATUS_STREAM)
+            .await
+            .expect("read")
+            .is_empty()
+    })
+    .await;
+    assert_eq!(
+        field(&pool, &key(1), "last_error").await,
+        None,
+        "no refused report changed the run"
+    );
+    stop.send(()).expect("intake alive");
+    intake.await.expect("join").expect("intake ends cleanly");
+}

@@ -234,3 +234,50 @@ async fn planner_metrics_match_missed_and_planned(pool: PgPool) {
         reports.len() as f64
     );
 }
+
+/// Bug: a labelled counter appeared in `/metrics` only after its first event, so `rate()`
+/// and alerts on it saw nothing until the first failure. After `zero()` every counter of a
+/// fixed label set is exported at 0.
+#[test]
+fn every_labelled_counter_is_exported_at_zero_from_the_start() {
+    let recorder = m::recorder();
+    let handle = recorder.handle();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    assert_eq!(
+        sample(
+            &handle.render(),
+            m::RUNS_FAILED_LAUNCH,
+            &[("reason", "deadline")]
+        ),
+        None,
+        "nothing is exported before zero()"
+    );
+    m::zero();
+    let text = handle.render();
+    for reason in m::LaunchFailure::ALL {
+        assert_eq!(
+            value(&text, m::RUNS_FAILED_LAUNCH, &[("reason", reason.as_str())]),
+            0.0
+        );
+    }
+    for reason in m::SkipReason::ALL {
+        assert_eq!(
+            value(&text, m::RUNS_SKIPPED, &[("reason", reason.as_str())]),
+            0.0
+        );
+    }
+    for status in ["STARTED", "SUCCESS", "FAILED", m::UNKNOWN_STATUS] {
+        for outcome in m::StatusOutcome::ALL {
+            let labels = [("status", status), ("outcome", outcome.as_str())];
+            assert_eq!(value(&text, m::STATUS_EVENTS, &labels), 0.0);
+        }
+    }
+    for name in [
+        m::RUNS_PLANNED,
+        m::RUNS_EMITTED,
+        m::RUNS_QUEUED,
+        m::RUNS_TIMED_OUT,
+    ] {
+        assert_eq!(value(&text, name, &[]), 0.0);
+    }
+}
