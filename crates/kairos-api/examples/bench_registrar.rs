@@ -13,8 +13,8 @@ use axum::Router;
 use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, Authenticator};
 use kairos_registrar::{Registrar, Settings};
+use kairos_testkit::TestDb;
 use serde_json::{json, Value};
-use sqlx::{Connection, PgConnection, PgPool};
 use tower::ServiceExt;
 
 const UPSERTS: usize = 1_000;
@@ -22,19 +22,8 @@ const SYNC_SIZE: usize = 10_000;
 
 #[tokio::main]
 async fn main() {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
-    let name = format!("kairos_bench_{}", std::process::id());
-    let mut admin = PgConnection::connect(&url).await.expect("connect");
-    sqlx::query(&format!("create database {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("create db");
-    let bench_url = format!(
-        "{}/{name}",
-        url.rsplit_once('/').expect("url with a database").0
-    );
-    let pool = PgPool::connect(&bench_url).await.expect("connect bench db");
-    kairos_store::migrate(&pool).await.expect("migrate");
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let auth = Authenticator::from_config(&AuthConfig::default()).expect("auth");
     let state = AppState {
         intake: kairos_worker::intake::Intake::new(pool.clone()),
@@ -47,11 +36,7 @@ async fn main() {
     let router = app(state);
     upserts(&router).await;
     deploys(&router).await;
-    pool.close().await;
-    sqlx::query(&format!("drop database {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("drop db");
+    drop(db);
 }
 
 async fn send(router: &Router, method: Method, uri: &str, body: &Value) -> StatusCode {

@@ -7,8 +7,9 @@ use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
 use kairos_registrar::{DagLimit, Settings};
+use kairos_store::PgPool;
+use kairos_testkit::TestDb;
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
 fn strict(pool: PgPool) -> axum::Router {
     router_with(
@@ -67,8 +68,10 @@ async fn expect_refused(
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn bad_upserts_are_refused_by_field_and_store_nothing(pool: PgPool) {
+#[tokio::test]
+async fn bad_upserts_are_refused_by_field_and_store_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let cases = [
         (with("cron_expr", json!("61 * * * *")), "cron_expr"),
@@ -120,8 +123,10 @@ impl Merge for Value {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn malformed_and_oversized_bodies_are_refused(pool: PgPool) {
+#[tokio::test]
+async fn malformed_and_oversized_bodies_are_refused() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let (status, kind, answer) = call_raw(
         &api,
@@ -199,8 +204,10 @@ async fn malformed_and_oversized_bodies_are_refused(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn bad_workflow_deploys_are_refused_and_store_nothing(pool: PgPool) {
+#[tokio::test]
+async fn bad_workflow_deploys_are_refused_and_store_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let node = |id: &str, deps: &[&str]| json!({"id": id, "depends_on": deps});
     let cycle =
@@ -297,8 +304,10 @@ async fn bad_workflow_deploys_are_refused_and_store_nothing(pool: PgPool) {
     .await;
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
+#[tokio::test]
+async fn no_token_is_401_and_wrong_role_is_403() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let (status, _, _) = call(
         &api,
@@ -324,8 +333,10 @@ async fn no_token_is_401_and_wrong_role_is_403(pool: PgPool) {
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing(pool: PgPool) {
+#[tokio::test]
+async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let nul = |text: &str| json!(format!("{text}\u{0}x"));
     for field in [
@@ -377,8 +388,10 @@ async fn nul_characters_in_bodies_are_refused_by_field_and_store_nothing(pool: P
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_dag_over_the_launch_message_limit_is_refused_naming_dag(pool: PgPool) {
+#[tokio::test]
+async fn a_dag_over_the_launch_message_limit_is_refused_naming_dag() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     // The test body limit is 16 KiB; a 1 KiB DAG limit lets an ordinary body cross it.
     let api = router_with(
         pool.clone(),
@@ -444,8 +457,10 @@ async fn call_plain(
     (status, kind, allow, body.to_vec())
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn refusals_from_routing_and_path_parsing_are_problem_json(pool: PgPool) {
+#[tokio::test]
+async fn refusals_from_routing_and_path_parsing_are_problem_json() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = strict(pool.clone());
     let cases = [
         (

@@ -5,6 +5,8 @@
 
 mod common;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
 use kairos_launcher::{NatsConfig, NatsLink};
 use kairos_registrar::{Registrar, Settings};
+use kairos_store::PgPool;
 use kairos_testkit::prometheus::sample;
 use kairos_testkit::NatsServer;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
@@ -25,7 +28,6 @@ use kairos_worker::metrics as m;
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
 use tower::ServiceExt;
 
 async fn api(pool: PgPool, nats: &NatsServer, metrics: PrometheusHandle) -> Router {
@@ -80,8 +82,10 @@ async fn scrape(router: &Router) -> (StatusCode, String, String) {
     )
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn scrape_counts_what_the_api_did(pool: PgPool) {
+#[tokio::test]
+async fn scrape_counts_what_the_api_did() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let recorder = m::recorder();
     let _local = metrics::set_default_local_recorder(&recorder);
     let nats = NatsServer::start();
@@ -140,8 +144,10 @@ async fn scrape_counts_what_the_api_did(pool: PgPool) {
     assert_eq!(drift.unwrap_or(0.0), 0.0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn scrape_without_a_recorder_is_unavailable(pool: PgPool) {
+#[tokio::test]
+async fn scrape_without_a_recorder_is_unavailable() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = common::router(pool, "2026-03-01T10:00:00Z");
     let (status, kind, _) = scrape(&router).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);

@@ -4,6 +4,7 @@
 
 mod common;
 
+use kairos_testkit::TestDb;
 use std::collections::BTreeSet;
 
 use axum::http::{Method, StatusCode};
@@ -11,12 +12,13 @@ use common::*;
 use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::runs::{self, NewRun};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
 const NOW: &str = "2026-03-08T12:00:00Z";
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn seed_upsert_then_get_shows_five_preview_times(pool: PgPool) {
+#[tokio::test]
+async fn seed_upsert_then_get_shows_five_preview_times() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool, NOW);
     let (status, _, body) = call(
         &api,
@@ -90,8 +92,10 @@ async fn upsert(api: &axum::Router, id: &str, workflow: &str, user: &str) {
     assert_eq!(status, StatusCode::CREATED, "{answer}");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn list_filters_and_paginates_with_a_cursor(pool: PgPool) {
+#[tokio::test]
+async fn list_filters_and_paginates_with_a_cursor() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool, NOW);
     for (id, workflow, user) in [
         ("a1", "wa", "u1"),
@@ -157,8 +161,10 @@ async fn list_filters_and_paginates_with_a_cursor(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn runs_are_listed_newest_first_and_filtered_by_status(pool: PgPool) {
+#[tokio::test]
+async fn runs_are_listed_newest_first_and_filtered_by_status() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     upsert(&api, "s1", "wa", "u1").await;
     for (at, status) in [
@@ -220,8 +226,10 @@ async fn runs_are_listed_newest_first_and_filtered_by_status(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn pause_resume_and_delete(pool: PgPool) {
+#[tokio::test]
+async fn pause_resume_and_delete() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     upsert(&api, "s1", "wa", "u1").await;
     let pause = |paused: bool| json!({"schedule_id": "s1", "paused": paused});
@@ -267,8 +275,10 @@ async fn pause_resume_and_delete(pool: PgPool) {
     assert_eq!(table_counts(&pool).await.0, 0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn preview_answers_fire_times_and_stores_nothing(pool: PgPool) {
+#[tokio::test]
+async fn preview_answers_fire_times_and_stores_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     let body = json!({"cron_expr": "30 1 * * *", "timezone": "Europe/Berlin", "count": 3, "after": "2026-03-28T00:00:00Z"});
     let (status, _, answer) = call(
@@ -297,8 +307,10 @@ fn dag() -> Value {
     json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]})
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn workflow_versions_store_once_and_sync_schedules(pool: PgPool) {
+#[tokio::test]
+async fn workflow_versions_store_once_and_sync_schedules() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     let deploy = |schedules: Value| json!({"dag": dag(), "schedules": schedules});
     let first = deploy(json!([
@@ -371,8 +383,10 @@ async fn workflow_versions_store_once_and_sync_schedules(pool: PgPool) {
     assert_eq!(table_counts(&pool).await, (1, 0, 1));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_failing_schedule_leaves_the_deployed_set_untouched(pool: PgPool) {
+#[tokio::test]
+async fn a_failing_schedule_leaves_the_deployed_set_untouched() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     let good = json!({"dag": dag(), "schedules": [{"schedule_id": "keep", "user_id": "u1", "cron_expr": "0 6 * * *", "timezone": "UTC"}]});
     call(
@@ -412,8 +426,10 @@ async fn a_failing_schedule_leaves_the_deployed_set_untouched(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn health_routes_are_open_and_ready_checks_postgres(pool: PgPool) {
+#[tokio::test]
+async fn health_routes_are_open_and_ready_checks_postgres() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool, NOW);
     let (status, _, body) = call(&api, Method::GET, "/healthz", None, None).await;
     assert_eq!(
@@ -432,8 +448,10 @@ async fn health_routes_are_open_and_ready_checks_postgres(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn every_route_checks_the_token_and_the_role(pool: PgPool) {
+#[tokio::test]
+async fn every_route_checks_the_token_and_the_role() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     for route in kairos_api::routes() {
         let uri = route

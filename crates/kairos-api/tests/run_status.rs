@@ -4,6 +4,8 @@
 
 mod common;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,12 +15,12 @@ use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
 use kairos_launcher::{NatsConfig, NatsLink};
 use kairos_registrar::{Registrar, Settings};
+use kairos_store::PgPool;
 use kairos_testkit::NatsServer;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 use kairos_worker::intake::Intake;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
 
 const KEY: &str = "order-42";
 
@@ -68,8 +70,10 @@ fn start_body(key: &str) -> serde_json::Value {
            "scheduled_for": "2026-03-09T07:00:00Z", "idempotency_key": key})
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn run_launcher_start_is_idempotent_and_status_moves_forward(pool: PgPool) {
+#[tokio::test]
+async fn run_launcher_start_is_idempotent_and_status_moves_forward() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let nats = NatsServer::start();
     let api = api(pool.clone(), &nats).await;
     workflow(&pool).await;
@@ -134,8 +138,10 @@ async fn run_launcher_start_is_idempotent_and_status_moves_forward(pool: PgPool)
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn readyz_checks_nats(pool: PgPool) {
+#[tokio::test]
+async fn readyz_checks_nats() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let mut nats = NatsServer::start();
     let api = api(pool, &nats).await;
     let (status, _, body) = call(&api, Method::GET, "/readyz", None, None).await;
@@ -151,8 +157,10 @@ async fn readyz_checks_nats(pool: PgPool) {
 /// Bug: a NUL byte in a status report was a 500 (PostgreSQL refuses NUL in text). Every text
 /// field with NUL is a 400 naming it, for a known run or not; an unknown run is a 404; a run
 /// that was never published is a 409 saying so. Nothing changes.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn status_reports_refuse_nul_unknown_and_unpublished_runs(pool: PgPool) {
+#[tokio::test]
+async fn status_reports_refuse_nul_unknown_and_unpublished_runs() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let nats = NatsServer::start();
     let api = api(pool.clone(), &nats).await;
     workflow(&pool).await;

@@ -9,8 +9,9 @@ use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::dispatch::{self, Outcome};
 use kairos_store::runs::{self, NewRun};
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use serde_json::json;
-use sqlx::PgPool;
 
 const NOW: &str = "2026-03-08T12:00:00Z";
 
@@ -18,8 +19,10 @@ fn enqueued(key: &str) -> Outcome {
     Outcome::enqueued(key, 1, true)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn get_shows_last_fire_missed_skipped_and_why(pool: PgPool) {
+#[tokio::test]
+async fn get_shows_last_fire_missed_skipped_and_why() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let api = router(pool.clone(), NOW);
     let body = json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
         "cron_expr": "0 * * * *", "timezone": "UTC"});

@@ -6,8 +6,9 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::*;
 use kairos_core::RunKey;
+use kairos_store::PgPool;
+use kairos_testkit::TestDb;
 use serde_json::json;
-use sqlx::PgPool;
 
 const NOW: &str = "2026-03-09T12:00:00.250Z";
 
@@ -41,8 +42,10 @@ async fn trigger(router: &axum::Router, request_id: &str) -> (StatusCode, serde_
     (status, answer)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn trigger_twice_with_one_request_id_is_one_run(pool: PgPool) {
+#[tokio::test]
+async fn trigger_twice_with_one_request_id_is_one_run() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = with_schedule(&pool).await;
     let (status, first) = trigger(&router, "req-1").await;
     assert_eq!(status, StatusCode::CREATED, "{first}");
@@ -65,8 +68,10 @@ async fn trigger_twice_with_one_request_id_is_one_run(pool: PgPool) {
     assert_eq!(table_counts(&pool).await.1, 1);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn two_request_ids_in_one_second_are_two_runs(pool: PgPool) {
+#[tokio::test]
+async fn two_request_ids_in_one_second_are_two_runs() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = with_schedule(&pool).await;
     let (a, first) = trigger(&router, "req-a").await;
     let (b, second) = trigger(&router, "req-b").await;
@@ -76,8 +81,10 @@ async fn two_request_ids_in_one_second_are_two_runs(pool: PgPool) {
     assert_eq!(table_counts(&pool).await.1, 2);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn trigger_refuses_a_bad_request_id_and_an_unknown_schedule(pool: PgPool) {
+#[tokio::test]
+async fn trigger_refuses_a_bad_request_id_and_an_unknown_schedule() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = with_schedule(&pool).await;
     let (status, problem) = trigger(&router, "no spaces").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -126,8 +133,10 @@ async fn backfill(router: &axum::Router, from: &str, to: &str) -> (StatusCode, s
     (status, answer)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn backfill_twice_creates_once_and_counts_the_rest_present(pool: PgPool) {
+#[tokio::test]
+async fn backfill_twice_creates_once_and_counts_the_rest_present() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = with_schedule(&pool).await;
     let (status, first) = backfill(&router, "2026-03-09T08:00:00Z", "2026-03-09T10:00:00Z").await;
     assert_eq!(status, StatusCode::OK, "{first}");
@@ -161,8 +170,10 @@ async fn backfill_twice_creates_once_and_counts_the_rest_present(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn backfill_refuses_reversed_future_and_oversized_ranges(pool: PgPool) {
+#[tokio::test]
+async fn backfill_refuses_reversed_future_and_oversized_ranges() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let router = with_schedule(&pool).await;
     for (from, to) in [
         ("2026-03-09T10:00:00Z", "2026-03-09T08:00:00Z"),

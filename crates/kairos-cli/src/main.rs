@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Print the next fire times of a schedule spec, offline (no database, no NATS).
     Preview(preview::Args),
-    /// Run the service (this build: the api role).
+    /// Run the service: api, planner, dispatcher, status and retention roles.
     Serve(serve::Args),
     /// Apply the database migrations and exit.
     Migrate(migrate::Args),

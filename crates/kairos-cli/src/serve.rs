@@ -1,8 +1,9 @@
 //! `kairos serve [--config FILE] [--roles api,...] [--no-migrate]`: runs the roles of one
-//! instance: the `api` role (registrar, workflow store, health, executor routes), and the
+//! instance: the `api` role (registrar, workflow store, health, executor routes), the
 //! `planner`, `dispatcher` and `status` roles (`kairos_worker`; NATS wiring in
-//! `dispatch.rs`), and `retention` (deletes old finished runs per `[history]`; on by
-//! default, safe on every instance at once, needs no NATS). Every role runs as a task until
+//! `dispatch.rs`: only the dispatcher and status roles need NATS, and they wait for it),
+//! and `retention` (deletes old finished runs per `[history]`; on by default, safe on every
+//! instance at once, needs no NATS). Every role runs as a task until
 //! SIGINT/SIGTERM, then each finishes what it is doing (the api its requests, the planner
 //! and dispatcher their batch, retention its batch) within `SHUTDOWN_GRACE`; a role still
 //! busy then is aborted, which is safe: its claim transaction rolls back and another
@@ -33,8 +34,6 @@ use crate::config::{self, Config, LogFormat};
 
 /// Every role an instance can run.
 const ROLES: [&str; 5] = ["api", "planner", "dispatcher", "status", "retention"];
-/// The roles this build implements.
-const AVAILABLE: [&str; 5] = ["api", "planner", "dispatcher", "status", "retention"];
 
 /// Arguments of `kairos serve`.
 #[derive(Debug, clap::Args)]
@@ -66,16 +65,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if !ROLES.contains(&role.as_str()) {
             bail!("--roles: {role:?} is not a role (use {})", ROLES.join(", "));
         }
-        if !AVAILABLE.contains(&role.as_str()) {
-            tracing::warn!(role = %role, "role not available in this build yet; not started");
-        }
     }
     let runs = |role: &str| args.roles.iter().any(|r| r == role);
-    if !AVAILABLE.iter().any(|role| runs(role)) {
-        bail!(
-            "--roles: nothing to run (this build implements {})",
-            AVAILABLE.join(", ")
-        );
+    if !ROLES.iter().any(|role| runs(role)) {
+        bail!("--roles: nothing to run (use {})", ROLES.join(", "));
     }
     let auth = if runs("api") {
         kairos_auth::check_bind(config.auth.mode, config.http.bind)?;

@@ -3,8 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
+use kairos_store::PgPool;
+use kairos_testkit::TestDb;
 use metrics_exporter_prometheus::PrometheusBuilder;
-use sqlx::PgPool;
 
 fn registrar(pool: &PgPool, now: &str) -> Registrar {
     let now: DateTime<Utc> = now.parse().expect("rfc3339");
@@ -25,8 +26,10 @@ fn paused_skips(rendered: &str) -> Option<u64> {
         .map(|value| value.parse().expect("a counter value"))
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn resume_counts_the_ticks_of_the_paused_span(pool: PgPool) {
+#[tokio::test]
+async fn resume_counts_the_ticks_of_the_paused_span() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let recorder = PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     let _local = metrics::set_default_local_recorder(&recorder);

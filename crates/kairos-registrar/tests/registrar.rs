@@ -7,8 +7,10 @@ use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};
 use kairos_registrar::{DagLimit, Error, Registrar, ScheduleInput, Settings, WorkflowInput};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules;
+use kairos_store::PgPool;
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use serde_json::json;
-use sqlx::PgPool;
 
 fn ts(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
@@ -64,8 +66,10 @@ async fn status_of(pool: &PgPool, key: &str) -> (RunStatus, Option<String>, Date
     (run.status, run.reason, run.fire_at)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at(pool: PgPool) {
+#[tokio::test]
+async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool, "2026-03-08T12:00:00Z");
     // US DST began 2026-03-08: 07:00 EDT is 11:00Z.
     let created = reg.upsert(&input("s1", "0 7 * * *")).await.expect("upsert");
@@ -85,8 +89,10 @@ async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at(pool: PgPool)
     assert_eq!(stored.next_run_at, Some(ts("2026-04-01T11:00:00Z")));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision(pool: PgPool) {
+#[tokio::test]
+async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
     let first = reg
         .upsert(&input("s1", "0 7 * * *"))
@@ -123,8 +129,10 @@ async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision(pool: P
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn derived_schedule_ids_are_deterministic(pool: PgPool) {
+#[tokio::test]
+async fn derived_schedule_ids_are_deterministic() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool, "2026-03-08T12:00:00Z");
     let mut no_id = input("x", "0 7 * * *");
     no_id.schedule_id = None;
@@ -141,8 +149,10 @@ async fn derived_schedule_ids_are_deterministic(pool: PgPool) {
     assert_eq!(derived.len(), 200);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner(pool: PgPool) {
+#[tokio::test]
+async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
     reg.upsert(&input("s1", "0 7 * * *")).await.expect("create");
     let crons: Vec<String> = (0..8).map(|h| format!("0 {} * * *", h + 10)).collect();
@@ -181,8 +191,10 @@ async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner(pool: PgPool)
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn rescheduling_cancels_only_runs_that_left_the_timetable(pool: PgPool) {
+#[tokio::test]
+async fn rescheduling_cancels_only_runs_that_left_the_timetable() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
     let past = plant(&pool, "s1", "2026-03-09T11:00:00Z").await;
@@ -218,8 +230,10 @@ async fn rescheduling_cancels_only_runs_that_left_the_timetable(pool: PgPool) {
     assert_eq!(status_of(&pool, &odd).await.0, RunStatus::Pending);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn pause_cancels_unpublished_runs_and_resume_plans_from_now(pool: PgPool) {
+#[tokio::test]
+async fn pause_cancels_unpublished_runs_and_resume_plans_from_now() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
     let due = plant(&pool, "s1", "2026-03-09T11:00:00Z").await;
@@ -254,8 +268,10 @@ async fn pause_cancels_unpublished_runs_and_resume_plans_from_now(pool: PgPool) 
     ));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn delete_keeps_history_and_cancels_pending_runs(pool: PgPool) {
+#[tokio::test]
+async fn delete_keeps_history_and_cancels_pending_runs() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
     let key = plant(&pool, "s1", "2026-03-09T13:00:00Z").await;
@@ -269,8 +285,10 @@ async fn delete_keeps_history_and_cancels_pending_runs(pool: PgPool) {
     ));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn clock_rules_reject_never_firing_and_too_frequent_specs(pool: PgPool) {
+#[tokio::test]
+async fn clock_rules_reject_never_firing_and_too_frequent_specs() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let settings = Settings {
         pinned_now: Some(ts("2026-03-09T12:00:00Z")),
         min_interval: Duration::seconds(60),
@@ -322,8 +340,10 @@ fn deploy(version: i64, schedules: Vec<ScheduleInput>) -> WorkflowInput {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn deploy_sync_makes_the_set_exact_or_changes_nothing(pool: PgPool) {
+#[tokio::test]
+async fn deploy_sync_makes_the_set_exact_or_changes_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     let first = deploy(
         1,
@@ -386,8 +406,10 @@ async fn deploy_sync_makes_the_set_exact_or_changes_nothing(pool: PgPool) {
     ));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn workflow_versions_are_immutable(pool: PgPool) {
+#[tokio::test]
+async fn workflow_versions_are_immutable() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool, "2026-03-09T12:00:00Z");
     let body = WorkflowInput {
         workflow_id: "wf".into(),
@@ -425,8 +447,10 @@ fn filter(workflow_id: &str) -> kairos_store::schedules::ListFilter {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_dag_with_nul_characters_is_refused_and_nothing_is_stored(pool: PgPool) {
+#[tokio::test]
+async fn a_dag_with_nul_characters_is_refused_and_nothing_is_stored() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     let dags = [
         json!({"nodes": [{"id": "a", "action": "run\u{0}.sh"}]}),
@@ -468,8 +492,10 @@ fn json_len(value: &serde_json::Value) -> usize {
     serde_json::to_vec(value).expect("json").len()
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_dag_over_the_default_nats_payload_is_refused_at_deploy(pool: PgPool) {
+#[tokio::test]
+async fn a_dag_over_the_default_nats_payload_is_refused_at_deploy() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     let dag = dag_of_size(1_200_000);
     let size = json_len(&dag);
@@ -497,8 +523,10 @@ async fn a_dag_over_the_default_nats_payload_is_refused_at_deploy(pool: PgPool) 
     assert_eq!(stored, 0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn the_dag_limit_follows_the_servers_max_payload_through_the_shared_handle(pool: PgPool) {
+#[tokio::test]
+async fn the_dag_limit_follows_the_servers_max_payload_through_the_shared_handle() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = registrar(pool, "2026-03-09T12:00:00Z");
     // Set after the registrar was built: the handle in its settings is shared.
     let limit = reg.settings().dag_limit.clone();
@@ -541,8 +569,10 @@ fn with_min_interval(pool: PgPool, now: &str, seconds: i64) -> Registrar {
     )
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec(pool: PgPool) {
+#[tokio::test]
+async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 300);
     // The 50 -> 51 gap is the 7th tick of the day: past the first few ticks.
     match reg
@@ -576,8 +606,10 @@ async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec(pool: 
     assert_eq!(schedules::count(&pool).await.expect("count"), 1);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn min_interval_compares_wall_clock_gaps_across_dst(pool: PgPool) {
+#[tokio::test]
+async fn min_interval_compares_wall_clock_gaps_across_dst() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     // US DST begins 2026-03-08: 01:00 EST -> 03:00 EDT is one real hour that day, two on
     // the wall clock. The check is on wall-clock gaps (see input::first_tick), so it passes.
     let reg = with_min_interval(pool, "2026-03-07T12:00:00Z", 2 * 3600);

@@ -3,12 +3,13 @@
 //! panicked. It is now a conflict the caller can act on. The race is made certain here with
 //! a statement trigger that holds the request between its insert and its read.
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunKey;
 use kairos_registrar::{Error, Registrar, ScheduleInput, Settings};
-use sqlx::PgPool;
 
 fn ts(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
@@ -16,8 +17,10 @@ fn ts(text: &str) -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_run_deleted_by_retention_during_trigger_is_a_conflict_not_a_panic(pool: PgPool) {
+#[tokio::test]
+async fn a_run_deleted_by_retention_during_trigger_is_a_conflict_not_a_panic() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let registrar = Registrar::new(
         pool.clone(),
         Settings {

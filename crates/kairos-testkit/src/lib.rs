@@ -2,9 +2,16 @@
 //!
 //! [`NatsServer`] spawns a real `nats-server` with JetStream on a port of its own choosing
 //! and its own store directory, so tests run in parallel and can stop and restart their
-//! server. [`prometheus::sample`] reads one series out of a `/metrics` text.
+//! server. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
+//! [`prometheus::sample`] reads one series out of a `/metrics` text.
 
+mod db;
 pub mod prometheus;
+
+pub use db::TestDb;
+/// For tests that read or write rows directly (the crates under test need no database
+/// client of their own).
+pub use sqlx;
 
 use std::fs::File;
 use std::net::TcpStream;

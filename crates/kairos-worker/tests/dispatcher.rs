@@ -4,6 +4,8 @@
 
 mod dispatcher_support;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
 use std::time::Duration;
@@ -104,13 +106,17 @@ async fn futures_join<F: std::future::Future<Output = ()>>(futures: impl Iterato
     .await;
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn two_dispatchers_publish_every_run_exactly_once(pool: PgPool) {
+#[tokio::test]
+async fn two_dispatchers_publish_every_run_exactly_once() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     race(pool, 2).await;
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn three_dispatchers_publish_every_run_exactly_once(pool: PgPool) {
+#[tokio::test]
+async fn three_dispatchers_publish_every_run_exactly_once() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     race(pool, 3).await;
 }
 
@@ -136,8 +142,10 @@ async fn child_round_that_crashes() {
     panic!("the crash point was not reached");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn killed_between_ack_and_record_loses_and_doubles_nothing(pool: PgPool) {
+#[tokio::test]
+async fn killed_between_ack_and_record_loses_and_doubles_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "s", "allow", None).await;
@@ -192,8 +200,10 @@ async fn killed_between_ack_and_record_loses_and_doubles_nothing(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn nats_outage_loses_nothing_and_keeps_fire_at_order(pool: PgPool) {
+#[tokio::test]
+async fn nats_outage_loses_nothing_and_keeps_fire_at_order() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (mut server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "s", "allow", None).await;
@@ -237,8 +247,10 @@ async fn nats_outage_loses_nothing_and_keeps_fire_at_order(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn overlap_allow_and_skip(pool: PgPool) {
+#[tokio::test]
+async fn overlap_allow_and_skip() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "free", "allow", None).await;
@@ -270,8 +282,10 @@ async fn overlap_allow_and_skip(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn overlap_queue_releases_in_order(pool: PgPool) {
+#[tokio::test]
+async fn overlap_queue_releases_in_order() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "q", "queue", None).await;
@@ -304,8 +318,10 @@ async fn overlap_queue_releases_in_order(pool: PgPool) {
     assert_eq!(stream_ids(&launcher).await, vec![key(1), key(2), key(3)]);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn max_run_seconds_times_out_and_unblocks(pool: PgPool) {
+#[tokio::test]
+async fn max_run_seconds_times_out_and_unblocks() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "q", "queue", Some(60)).await;
@@ -333,8 +349,10 @@ async fn max_run_seconds_times_out_and_unblocks(pool: PgPool) {
     assert_eq!(statuses(&pool).await[&key(2)], RunStatus::Enqueued);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn stale_and_unlaunchable_runs_fail_with_a_reason(pool: PgPool) {
+#[tokio::test]
+async fn stale_and_unlaunchable_runs_fail_with_a_reason() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     // Over the server's 1 MiB max_payload: a permanent error.

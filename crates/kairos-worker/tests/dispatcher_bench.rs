@@ -7,17 +7,20 @@
 
 mod dispatcher_support;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::time::{Duration, Instant};
 
 use dispatcher_support::{nats, schedule, until, workflow};
-use kairos_store::PgPool;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 
 const RUNS: i64 = 10_000;
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+#[tokio::test]
 #[ignore = "measurement; prints figures"]
-async fn dispatch_throughput_and_lag(pool: PgPool) {
+async fn dispatch_throughput_and_lag() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "bench", "allow", None).await;

@@ -4,6 +4,7 @@
 
 mod dispatcher_support;
 
+use kairos_testkit::TestDb;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
@@ -43,8 +44,10 @@ async fn enqueued_run(
     (server, launcher)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn callbacks_out_of_order_and_repeated_never_regress(pool: PgPool) {
+#[tokio::test]
+async fn callbacks_out_of_order_and_repeated_never_regress() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let _nats = enqueued_run(&pool).await;
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
@@ -66,8 +69,10 @@ async fn callbacks_out_of_order_and_repeated_never_regress(pool: PgPool) {
     assert!(field(&pool, &k, "finished_at").await.is_some());
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn the_first_started_executor_owns_the_run(pool: PgPool) {
+#[tokio::test]
+async fn the_first_started_executor_owns_the_run() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let _nats = enqueued_run(&pool).await;
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
@@ -92,8 +97,10 @@ async fn the_first_started_executor_owns_the_run(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn the_nats_status_subject_feeds_the_same_state_machine(pool: PgPool) {
+#[tokio::test]
+async fn the_nats_status_subject_feeds_the_same_state_machine() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = enqueued_run(&pool).await;
     let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
         .await
@@ -137,8 +144,10 @@ async fn the_nats_status_subject_feeds_the_same_state_machine(pool: PgPool) {
     intake.await.expect("join").expect("intake ends cleanly");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn start_run_is_idempotent_by_key(pool: PgPool) {
+#[tokio::test]
+async fn start_run_is_idempotent_by_key() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
@@ -181,8 +190,10 @@ async fn start_run_is_idempotent_by_key(pool: PgPool) {
 /// was redelivered forever; 1,000 of them filled the consumer's `max_ack_pending` and then
 /// no report was processed at all. Now every such message is terminated at once, so the
 /// stream drains and a valid report behind 1,050 of them is applied.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn status_messages_that_can_never_succeed_leave_the_stream(pool: PgPool) {
+#[tokio::test]
+async fn status_messages_that_can_never_succeed_leave_the_stream() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = enqueued_run(&pool).await;
     let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
         .await

@@ -5,6 +5,8 @@
 
 mod dispatcher_support;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::time::Duration;
 
 use dispatcher_support::{config, key, nats, run, schedule, statuses, workflow};
@@ -51,8 +53,10 @@ async fn age(pool: &PgPool, key: &str, seconds: i32) {
 /// Bug: with `queue`, a run that waited behind a long run longer than the launch deadline
 /// was released and then FAILED "launch deadline passed" (counted from its old fire_at),
 /// so the queue never drained.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_released_queued_run_gets_its_deadline_from_the_release(pool: PgPool) {
+#[tokio::test]
+async fn a_released_queued_run_gets_its_deadline_from_the_release() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "q", "queue", None).await;
@@ -83,8 +87,10 @@ async fn a_released_queued_run_gets_its_deadline_from_the_release(pool: PgPool) 
 /// Bug: STARTED for a never-published run answered 500 (unique index) or, later, made a
 /// future tick STARTED and wedged the schedule. A report about a run that was never
 /// published is refused.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn reports_on_runs_that_were_never_published_are_refused(pool: PgPool) {
+#[tokio::test]
+async fn reports_on_runs_that_were_never_published_are_refused() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
     schedule(&pool, "s", "skip", None).await;
@@ -136,8 +142,10 @@ async fn reports_on_runs_that_were_never_published_are_refused(pool: PgPool) {
 
 /// A dispatcher that died between the PubAck and its commit leaves a due PENDING run whose
 /// message is out: the executor's report on it is accepted.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_report_on_a_due_pending_run_is_accepted(pool: PgPool) {
+#[tokio::test]
+async fn a_report_on_a_due_pending_run_is_accepted() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     workflow(&pool).await;
     schedule(&pool, "s", "skip", None).await;
     run(&pool, &key(1), "s", -1.0).await;

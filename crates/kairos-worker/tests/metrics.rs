@@ -6,6 +6,8 @@
 mod dispatcher_support;
 mod planner_support;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::time::Duration;
 
 use dispatcher_support::{config, key, nats, run, schedule, workflow};
@@ -62,8 +64,10 @@ async fn run_of_version(pool: &PgPool, key: &str, schedule_id: &str, version: i3
 /// skipped by overlap, one queued, one past the launch deadline, one whose workflow is
 /// missing, one timed out by the sweep, and four status events: every counter and the
 /// drift histogram agree with the rows.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn dispatcher_metrics_match_the_runs(pool: PgPool) {
+#[tokio::test]
+async fn dispatcher_metrics_match_the_runs() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let recorder = m::recorder();
     let handle = recorder.handle();
     let _local = metrics::set_default_local_recorder(&recorder);
@@ -162,8 +166,10 @@ async fn dispatcher_metrics_match_the_runs(pool: PgPool) {
 
 /// NATS down: the round's launches count as `retryable` failures, nothing as emitted, and
 /// the backlog gauges show the due runs still waiting.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn outage_counts_retryable_failures_and_backlog(pool: PgPool) {
+#[tokio::test]
+async fn outage_counts_retryable_failures_and_backlog() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let recorder = m::recorder();
     let handle = recorder.handle();
     let _local = metrics::set_default_local_recorder(&recorder);
@@ -200,8 +206,10 @@ async fn outage_counts_retryable_failures_and_backlog(pool: PgPool) {
 
 /// The planner's passes: missed ticks (catch-up `none`) counted as skipped `missed`, runs
 /// written as planned, one duration sample per pass; both equal to what the rows say.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn planner_metrics_match_missed_and_planned(pool: PgPool) {
+#[tokio::test]
+async fn planner_metrics_match_missed_and_planned() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let recorder = m::recorder();
     let handle = recorder.handle();
     let _local = metrics::set_default_local_recorder(&recorder);

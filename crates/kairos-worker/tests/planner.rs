@@ -8,12 +8,15 @@ use chrono::{Duration, Utc};
 use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};
 use kairos_registrar::Registrar;
 use kairos_store::planning;
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use kairos_worker::planner::Planner;
 use planner_support::*;
-use sqlx::PgPool;
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_pass_writes_the_ticks_within_the_lookahead_once(pool: PgPool) {
+#[tokio::test]
+async fn a_pass_writes_the_ticks_within_the_lookahead_once() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T10:00:00Z", input("s1", "*/10 * * * * *")).await;
     let report = planner(&pool, "2026-03-09T10:00:00Z")
         .pass()
@@ -61,8 +64,10 @@ async fn a_pass_writes_the_ticks_within_the_lookahead_once(pool: PgPool) {
     assert_eq!(runs_of(&pool, "s1").await.len(), 8);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn catchup_none_counts_missed_ticks_and_fires_only_within_grace(pool: PgPool) {
+#[tokio::test]
+async fn catchup_none_counts_missed_ticks_and_fires_only_within_grace() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T09:00:00Z", input("s1", "* * * * *")).await;
     let report = planner(&pool, "2026-03-09T10:00:00Z")
         .pass()
@@ -90,8 +95,10 @@ async fn catchup_none_counts_missed_ticks_and_fires_only_within_grace(pool: PgPo
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn catchup_fire_immediately_fires_the_newest_now_bounded_per_pass(pool: PgPool) {
+#[tokio::test]
+async fn catchup_fire_immediately_fires_the_newest_now_bounded_per_pass() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let mut schedule = input("s1", "* * * * *");
     schedule.catchup_policy = Some("fire_immediately".into());
     upsert(&pool, "2026-03-09T09:00:00Z", schedule).await;
@@ -132,8 +139,10 @@ async fn catchup_fire_immediately_fires_the_newest_now_bounded_per_pass(pool: Pg
     assert_eq!(missed, 39);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn catchup_spread_spreads_missed_ticks_across_the_lookahead(pool: PgPool) {
+#[tokio::test]
+async fn catchup_spread_spreads_missed_ticks_across_the_lookahead() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let mut schedule = input("s1", "* * * * *");
     schedule.catchup_policy = Some("spread".into());
     upsert(&pool, "2026-03-09T09:00:00Z", schedule).await;
@@ -161,8 +170,10 @@ async fn catchup_spread_spreads_missed_ticks_across_the_lookahead(pool: PgPool) 
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn jitter_is_bounded_and_the_same_for_every_instance(pool: PgPool) {
+#[tokio::test]
+async fn jitter_is_bounded_and_the_same_for_every_instance() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let mut schedule = input("s1", "* * * * * *");
     schedule.jitter_ms = Some(5_000);
     upsert(&pool, "2026-03-09T10:00:00Z", schedule).await;
@@ -194,8 +205,10 @@ async fn jitter_is_bounded_and_the_same_for_every_instance(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn the_window_bounds_ticks_and_a_finished_schedule_is_exhausted(pool: PgPool) {
+#[tokio::test]
+async fn the_window_bounds_ticks_and_a_finished_schedule_is_exhausted() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let mut schedule = input("s1", "*/10 * * * * *");
     schedule.start_at = Some(ts("2026-03-09T10:00:30Z"));
     schedule.end_at = Some(ts("2026-03-09T10:02:00Z"));
@@ -215,8 +228,10 @@ async fn the_window_bounds_ticks_and_a_finished_schedule_is_exhausted(pool: PgPo
         .is_empty());
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_one_time_schedule_fires_once_then_is_exhausted(pool: PgPool) {
+#[tokio::test]
+async fn a_one_time_schedule_fires_once_then_is_exhausted() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(
         &pool,
         "2026-03-09T10:00:00Z",
@@ -235,8 +250,10 @@ async fn a_one_time_schedule_fires_once_then_is_exhausted(pool: PgPool) {
     assert_eq!(stored(&pool, "once").await.next_run_at, None);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_paused_schedule_plans_nothing_and_resumes_from_now(pool: PgPool) {
+#[tokio::test]
+async fn a_paused_schedule_plans_nothing_and_resumes_from_now() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T10:00:00Z", input("s1", "* * * * *")).await;
     registrar(&pool, "2026-03-09T10:00:00Z")
         .set_paused("s1", true)
@@ -264,8 +281,10 @@ async fn a_paused_schedule_plans_nothing_and_resumes_from_now(pool: PgPool) {
     assert_eq!(missed, 0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn an_edited_schedule_plans_the_new_spec(pool: PgPool) {
+#[tokio::test]
+async fn an_edited_schedule_plans_the_new_spec() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T10:00:00Z", input("s1", "*/10 * * * * *")).await;
     drain(&planner(&pool, "2026-03-09T10:00:00Z")).await;
     upsert(&pool, "2026-03-09T10:00:05Z", input("s1", "*/15 * * * * *")).await;
@@ -295,8 +314,10 @@ async fn an_edited_schedule_plans_the_new_spec(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_schedule_that_no_longer_parses_is_parked_without_blocking_others(pool: PgPool) {
+#[tokio::test]
+async fn a_schedule_that_no_longer_parses_is_parked_without_blocking_others() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T10:00:00Z", input("bad", "* * * * *")).await;
     upsert(&pool, "2026-03-09T10:00:00Z", input("good", "* * * * *")).await;
     // Only a core change could do this; simulate it behind the registrar's back.
@@ -324,10 +345,10 @@ async fn a_schedule_that_no_longer_parses_is_parked_without_blocking_others(pool
         .all(|r| r.parked == 0));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_backfilled(
-    pool: PgPool,
-) {
+#[tokio::test]
+async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_backfilled() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     upsert(&pool, "2026-03-09T10:00:00Z", input("s1", "*/10 * * * * *")).await;
     drain(&planner(&pool, "2026-03-09T10:00:00Z")).await; // 10:00:00 ..= 10:01:00
     let done = registrar(&pool, "2026-03-09T10:02:00Z")
@@ -360,8 +381,10 @@ async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_b
 /// Invariant 3. Pinned database "now"s years away from the instance's clock decide alone
 /// what is planned; unpinned, the pass's now is the database's; and neither the planner nor
 /// its SQL can read the instance's wall clock at all.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn only_the_database_clock_decides_what_is_planned(pool: PgPool) {
+#[tokio::test]
+async fn only_the_database_clock_decides_what_is_planned() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     for (id, now) in [
         ("future", "2031-07-01T00:00:00Z"),
         ("past", "2019-01-01T00:00:00Z"),

@@ -6,13 +6,14 @@
 
 mod planner_support;
 
+use kairos_testkit::TestDb;
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::Duration;
 use kairos_registrar::Registrar;
+use kairos_store::PgPool;
 use kairos_worker::planner::{Planner, PlannerConfig};
 use planner_support::*;
-use sqlx::PgPool;
 
 async fn wait_for_runs(pool: &PgPool, schedule_id: &str, within: StdDuration) -> StdDuration {
     let started = Instant::now();
@@ -26,8 +27,10 @@ async fn wait_for_runs(pool: &PgPool, schedule_id: &str, within: StdDuration) ->
     started.elapsed()
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn an_upsert_wakes_a_sleeping_planner_and_shutdown_stops_it(pool: PgPool) {
+#[tokio::test]
+async fn an_upsert_wakes_a_sleeping_planner_and_shutdown_stops_it() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let registrar = Registrar::new(pool.clone(), Default::default());
     registrar
         .upsert(&input("first", "* * * * * *"))
@@ -65,9 +68,11 @@ async fn an_upsert_wakes_a_sleeping_planner_and_shutdown_stops_it(pool: PgPool) 
 }
 
 /// 10,000 schedules on `* * * * *` planned for one minute: wall time and runs per second.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+#[tokio::test]
 #[ignore = "measurement; run with --ignored --nocapture"]
-async fn planner_throughput_10k_schedules_every_minute(pool: PgPool) {
+async fn planner_throughput_10k_schedules_every_minute() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let n = 10_000;
     let minute = ts("2026-03-09T10:01:00Z");
     insert_bulk(

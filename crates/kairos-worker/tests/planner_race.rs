@@ -3,14 +3,16 @@
 
 mod planner_support;
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_store::PgPool;
 use kairos_worker::planner::Planner;
 use planner_support::*;
-use sqlx::PgPool;
 
 /// (spec, zone) of schedule `i % 4`: seconds-level cron in three zones and an `@every`.
 const SPECS: [(&str, &str); 4] = [
@@ -83,13 +85,17 @@ async fn race(pool: &PgPool, planners: usize) {
     println!("{planners} planners, claims per planner: {claims:?}, runs: {inserted}");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn two_racing_planners_plan_every_tick_exactly_once(pool: PgPool) {
+#[tokio::test]
+async fn two_racing_planners_plan_every_tick_exactly_once() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     race(&pool, 2).await;
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn three_racing_planners_plan_every_tick_exactly_once(pool: PgPool) {
+#[tokio::test]
+async fn three_racing_planners_plan_every_tick_exactly_once() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     race(&pool, 3).await;
 }
 
@@ -124,8 +130,10 @@ async fn database_url(pool: &PgPool) -> String {
     format!("{server}/{name}")
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_planner_killed_between_claim_and_commit_loses_and_doubles_nothing(pool: PgPool) {
+#[tokio::test]
+async fn a_planner_killed_between_claim_and_commit_loses_and_doubles_nothing() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let now = "2026-03-29T00:59:30Z";
     insert_bulk(
         &pool,

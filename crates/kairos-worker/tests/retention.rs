@@ -2,12 +2,14 @@
 //! measured with the database's (pinned) now, unfinished runs stay, and `run` stops on
 //! shutdown.
 
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::RunStatus;
+use kairos_store::PgPool;
 use kairos_worker::retention::{PassReport, Retention, RetentionConfig};
-use sqlx::PgPool;
 
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().expect("rfc3339")
@@ -54,8 +56,10 @@ async fn count(pool: &PgPool, schedule_id: &str) -> i64 {
         .expect("count")
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_pass_is_bounded_and_the_next_one_finishes(pool: PgPool) {
+#[tokio::test]
+async fn a_pass_is_bounded_and_the_next_one_finishes() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     // 10 old finished runs, 5 recent ones, 4 old unfinished ones on another schedule.
     runs(&pool, "a", 10, 40, RunStatus::Success).await;
     runs(&pool, "a", 5, 0, RunStatus::Success).await;
@@ -86,8 +90,10 @@ async fn a_pass_is_bounded_and_the_next_one_finishes(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn run_deletes_then_stops_on_shutdown(pool: PgPool) {
+#[tokio::test]
+async fn run_deletes_then_stops_on_shutdown() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     runs(&pool, "a", 4, 40, RunStatus::Skipped).await;
     let retention = Retention::new(pool.clone(), config(100, 10));
     let (stop, stopping) = tokio::sync::oneshot::channel::<()>();

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use kairos_testkit::sqlx;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -13,10 +14,10 @@ use http_body_util::BodyExt;
 use kairos_api::{app, AppState};
 use kairos_auth::{AuthConfig, AuthMode, Authenticator, Role, StaticToken};
 use kairos_registrar::{Registrar, Settings};
+use kairos_store::PgPool;
 use kairos_worker::intake::Intake;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
 use tower::ServiceExt;
 
 /// Bearer tokens of the three roles.

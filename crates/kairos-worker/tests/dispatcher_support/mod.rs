@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use kairos_testkit::sqlx;
 use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use kairos_testkit::sqlx;
 use std::collections::BTreeSet;
 use std::time::Duration as StdDuration;
 
@@ -11,8 +12,8 @@ use kairos_core::{parse_zone, RunKey, Spec, Timetable};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::runs::{self, Run};
 use kairos_store::schedules::{self, Schedule, ScheduleWrite};
+use kairos_store::PgPool;
 use kairos_worker::planner::{PassReport, Planner, PlannerConfig};
-use sqlx::PgPool;
 
 pub fn ts(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
