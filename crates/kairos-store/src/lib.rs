@@ -12,6 +12,7 @@ pub use sqlx::PgPool;
 
 pub mod dispatch;
 pub mod outbox;
+mod outcome;
 pub mod planning;
 pub mod retention;
 pub mod runs;

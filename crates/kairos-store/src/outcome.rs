@@ -1,0 +1,184 @@
+//! What the dispatcher decided for each claimed run, as a value the store records in one
+//! statement ([`crate::dispatch::record`]). An [`Outcome`] is built only by its
+//! constructors, so every outcome is a legal move out of `PENDING`; the status it leads to,
+//! the reason written on the row and whether a publish was attempted all follow from it.
+
+use kairos_core::RunStatus;
+
+/// What happened to one claimed run. Built only by its constructors, so every outcome is a
+/// legal move out of `PENDING`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    idempotency_key: String,
+    settled: Settled,
+}
+
+/// The move an [`Outcome`] records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Published and acknowledged: `ENQUEUED`.
+    Enqueued {
+        /// Its stream sequence.
+        stream_seq: i64,
+        /// Published under `skip`/`queue`: counts against the one-in-flight index.
+        exclusive: bool,
+    },
+    /// The publish failed but may succeed later: stays `PENDING` (invariant 6).
+    Retry {
+        /// The launch error.
+        error: String,
+    },
+    /// The stream refused it for good (e.g. too large): `FAILED`.
+    Refused {
+        /// The launch error.
+        error: String,
+    },
+    /// Not published because it must not go out: `FAILED`.
+    Unlaunchable(Unlaunchable),
+    /// Overlap `skip`: `SKIPPED`.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Overlap `queue`: `QUEUED` behind the run in flight.
+    Queued {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why a claimed run must not go out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unlaunchable {
+    /// Due longer than the launch deadline.
+    LaunchDeadline,
+    /// Its workflow version is not stored.
+    WorkflowMissing {
+        /// The workflow.
+        workflow_id: String,
+        /// Its version.
+        version: i32,
+    },
+}
+
+impl Unlaunchable {
+    /// The reason written on the run.
+    pub fn reason(&self) -> String {
+        match self {
+            Unlaunchable::LaunchDeadline => "launch deadline passed".to_string(),
+            Unlaunchable::WorkflowMissing {
+                workflow_id,
+                version,
+            } => format!("workflow {workflow_id:?} version {version} not found"),
+        }
+    }
+}
+
+impl Outcome {
+    /// Published and acknowledged at `stream_seq`.
+    pub fn enqueued(key: &str, stream_seq: i64, exclusive: bool) -> Outcome {
+        Outcome::new(
+            key,
+            Settled::Enqueued {
+                stream_seq,
+                exclusive,
+            },
+        )
+    }
+
+    /// A retryable launch error: the run stays `PENDING`.
+    pub fn retry(key: &str, error: String) -> Outcome {
+        Outcome::new(key, Settled::Retry { error })
+    }
+
+    /// A permanent launch error: the run `FAILED`.
+    pub fn refused(key: &str, error: String) -> Outcome {
+        Outcome::new(key, Settled::Refused { error })
+    }
+
+    /// Not published because it must not go out: the run `FAILED`.
+    pub fn unlaunchable(key: &str, why: Unlaunchable) -> Outcome {
+        Outcome::new(key, Settled::Unlaunchable(why))
+    }
+
+    /// Overlap `skip`.
+    pub fn skipped(key: &str, reason: String) -> Outcome {
+        Outcome::new(key, Settled::Skipped { reason })
+    }
+
+    /// Overlap `queue`.
+    pub fn queued(key: &str, reason: String) -> Outcome {
+        Outcome::new(key, Settled::Queued { reason })
+    }
+
+    fn new(key: &str, settled: Settled) -> Outcome {
+        Outcome {
+            idempotency_key: key.to_string(),
+            settled,
+        }
+    }
+
+    /// The run.
+    pub fn key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// What happened.
+    pub fn settled(&self) -> &Settled {
+        &self.settled
+    }
+
+    /// The status the run takes.
+    pub fn status(&self) -> RunStatus {
+        match self.settled {
+            Settled::Enqueued { .. } => RunStatus::Enqueued,
+            Settled::Retry { .. } => RunStatus::Pending,
+            Settled::Refused { .. } | Settled::Unlaunchable(_) => RunStatus::Failed,
+            Settled::Skipped { .. } => RunStatus::Skipped,
+            Settled::Queued { .. } => RunStatus::Queued,
+        }
+    }
+
+    /// The human-readable reason written on the row, if any.
+    pub fn reason(&self) -> Option<String> {
+        match &self.settled {
+            Settled::Skipped { reason } | Settled::Queued { reason } => Some(reason.clone()),
+            Settled::Unlaunchable(why) => Some(why.reason()),
+            Settled::Refused { error } => Some(format!("launch failed permanently: {error}")),
+            Settled::Enqueued { .. } | Settled::Retry { .. } => None,
+        }
+    }
+
+    /// The launch error of this attempt, if a publish failed.
+    pub fn launch_error(&self) -> Option<&str> {
+        match &self.settled {
+            Settled::Retry { error } | Settled::Refused { error } => Some(error),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn stream_seq(&self) -> Option<i64> {
+        match self.settled {
+            Settled::Enqueued { stream_seq, .. } => Some(stream_seq),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn exclusive(&self) -> bool {
+        matches!(
+            self.settled,
+            Settled::Enqueued {
+                exclusive: true,
+                ..
+            }
+        )
+    }
+
+    /// A publish was attempted (counts in `attempts`).
+    pub(crate) fn attempted(&self) -> bool {
+        matches!(
+            self.settled,
+            Settled::Enqueued { .. } | Settled::Retry { .. } | Settled::Refused { .. }
+        )
+    }
+}
