@@ -229,7 +229,8 @@ pub struct Stored {
 }
 
 /// Reads every message of `stream` in sequence order (for checks and tests; one request
-/// per message, so meant for small streams).
+/// per message, so meant for small streams). A message removed while it reads (a work queue
+/// being consumed) is left out.
 ///
 /// # Errors
 /// [`Error::Stream`] when the stream or a message cannot be read.
@@ -249,10 +250,13 @@ pub async fn read_stream(launcher: &NatsLauncher, stream: &str) -> Result<Vec<St
         return Ok(stored);
     }
     for sequence in state.first_sequence..=state.last_sequence {
-        let message = handle
-            .get_raw_message(sequence)
-            .await
-            .map_err(|e| fail(&e))?;
+        let message = match handle.get_raw_message(sequence).await {
+            Ok(message) => message,
+            // Gone since the stream's state was read (a work queue acknowledged it, or a
+            // limit removed it): it is no longer stored.
+            Err(err) if err.kind() == stream::RawMessageErrorKind::NoMessageFound => continue,
+            Err(err) => return Err(fail(&err)),
+        };
         stored.push(Stored {
             sequence,
             msg_id: message
