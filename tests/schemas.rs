@@ -1,4 +1,4 @@
-//! The message schemas in `schemas/` (DAG, launch message, status callback): each is a valid
+//! The message schemas in `schemas/` (DAG, launch message, status callback, dead letter): each is a valid
 //! JSON Schema 2020-12, documents every property (an executor is written from them alone),
 //! accepts the documented examples and rejects the bad ones.
 
@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-const SCHEMAS: [&str; 3] = [
+const SCHEMAS: [&str; 4] = [
     "dag.schema.json",
     "launch.schema.json",
     "status.schema.json",
+    "dead_letter.schema.json",
 ];
 
 fn load(name: &str) -> Value {
@@ -193,6 +194,38 @@ fn status_schema_accepts_http_and_nats_forms() {
             "idempotency_key": "3f0a9c4e1b7d2a6f8e5c0b9a7d6e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e",
         }),
     );
+}
+
+#[test]
+fn status_schema_accepts_heartbeats_attempts_and_retryable() {
+    assert_valid(
+        "status.schema.json",
+        &json!({"status": "HEARTBEAT", "attempt": 2}),
+    );
+    assert_valid(
+        "status.schema.json",
+        &json!({"status": "FAILED", "attempt": 3, "retryable": false, "error": "bad input"}),
+    );
+    assert_invalid(
+        "status.schema.json",
+        &json!({"status": "FAILED", "attempt": 0}),
+    );
+    assert_invalid(
+        "status.schema.json",
+        &json!({"status": "FAILED", "retryable": "no"}),
+    );
+}
+
+#[test]
+fn dead_letter_schema_is_the_launch_message_plus_attempts() {
+    let mut letter = launch_example();
+    letter["attempt"] = json!(3);
+    letter["attempts"] = json!(3);
+    letter["last_error"] = json!("exit 1");
+    assert_valid("dead_letter.schema.json", &letter);
+    let mut missing = launch_example();
+    missing["last_error"] = json!("exit 1");
+    assert_invalid("dead_letter.schema.json", &missing);
 }
 
 #[test]

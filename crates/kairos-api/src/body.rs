@@ -55,6 +55,11 @@ impl Fields {
         fields
     }
 
+    /// The full name of `field` in this object (`retry_backoff.max_s`, `schedules[2].x`).
+    pub(crate) fn field_name(&self, field: &str) -> String {
+        self.name(field)
+    }
+
     fn name(&self, field: &str) -> String {
         if self.prefix.is_empty() {
             field.to_string()
@@ -111,6 +116,17 @@ impl Fields {
             Value::Number(n) if n.as_i64().is_some() => n.as_i64(),
             other => {
                 self.wrong(field, "an integer", &other);
+                None
+            }
+        }
+    }
+
+    /// A number field (integer or fraction).
+    pub(crate) fn number(&mut self, field: &str, required: bool) -> Option<f64> {
+        match self.take(field, required)? {
+            Value::Number(n) if n.as_f64().is_some() => n.as_f64(),
+            other => {
+                self.wrong(field, "a number", &other);
                 None
             }
         }

@@ -5,6 +5,7 @@
 //! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);
 //! health routes and `GET /metrics` are open (the metrics carry no ids, only counts).
 
+mod attempts;
 mod body;
 mod error;
 mod health;
@@ -151,6 +152,19 @@ pub fn routes() -> Vec<Route> {
             "/runs/{key}/status",
             Some(Executor),
             post(status::report),
+        ),
+        route(Method::GET, "/runs/{key}", Some(Reader), get(attempts::get)),
+        route(
+            Method::POST,
+            "/runs/{key}/retry",
+            Some(Deployer),
+            post(attempts::retry),
+        ),
+        route(
+            Method::GET,
+            "/dead-letters",
+            Some(Reader),
+            get(attempts::dead_letters),
         ),
         route(
             Method::POST,

@@ -2,7 +2,9 @@
 //! that turn JSON into registrar inputs. Timestamps are RFC 3339 UTC with `Z`.
 
 use chrono::{DateTime, Utc};
-use kairos_registrar::{rfc3339, Run, RunRef, Schedule, ScheduleInput, ScheduleStats};
+use kairos_registrar::{
+    rfc3339, BackoffInput, Run, RunRef, Schedule, ScheduleInput, ScheduleStats,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -49,6 +51,10 @@ pub(crate) struct ScheduleBody {
     pub catchup_policy: &'static str,
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
+    pub max_attempts: i32,
+    pub retry_intervals_s: Option<Vec<i32>>,
+    pub retry_backoff: Option<BackoffBody>,
+    pub heartbeat_timeout_s: Option<i32>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -76,6 +82,21 @@ impl ScheduleBody {
             catchup_policy: s.catchup_policy.as_str(),
             priority: s.priority,
             max_run_seconds: s.max_run_seconds,
+            max_attempts: s.failure.max_attempts,
+            retry_backoff: match (
+                s.failure.retry_backoff_initial_s,
+                s.failure.retry_backoff_multiplier,
+                s.failure.retry_backoff_max_s,
+            ) {
+                (Some(initial_s), Some(multiplier), Some(max_s)) => Some(BackoffBody {
+                    initial_s,
+                    multiplier,
+                    max_s,
+                }),
+                _ => None,
+            },
+            retry_intervals_s: s.failure.retry_intervals_s,
+            heartbeat_timeout_s: s.failure.heartbeat_timeout_s,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -150,6 +171,12 @@ pub(crate) struct RunBody {
     pub user_id: String,
     pub run_id: Option<String>,
     pub attempts: i32,
+    /// The attempt in progress (or the last one).
+    pub attempt: i32,
+    /// When the next attempt starts, while the run is `RETRYING`.
+    pub next_attempt_at: Option<String>,
+    pub heartbeat_at: Option<String>,
+    pub dead_lettered_at: Option<String>,
     pub reason: Option<String>,
     pub last_error: Option<String>,
     pub published_at: Option<String>,
@@ -174,6 +201,11 @@ impl RunBody {
             user_id: r.user_id,
             run_id: r.run_id,
             attempts: r.attempts,
+            attempt: r.attempt,
+            next_attempt_at: (r.status == kairos_core::RunStatus::Retrying)
+                .then(|| rfc3339(r.fire_at)),
+            heartbeat_at: time(r.heartbeat_at),
+            dead_lettered_at: time(r.dead_lettered_at),
             reason: r.reason,
             last_error: r.last_error,
             published_at: time(r.published_at),
@@ -184,6 +216,42 @@ impl RunBody {
             updated_at: rfc3339(r.updated_at),
         }
     }
+}
+
+/// One finished attempt of a run (`GET /runs/{key}` `history`).
+#[derive(Debug, Serialize)]
+pub(crate) struct AttemptBody {
+    pub attempt: i32,
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub executor_id: Option<String>,
+    pub run_id: Option<String>,
+    pub published_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: String,
+}
+
+impl AttemptBody {
+    pub(crate) fn of(a: kairos_registrar::Attempt) -> AttemptBody {
+        AttemptBody {
+            attempt: a.attempt,
+            status: a.status.as_str(),
+            error: a.error,
+            executor_id: a.executor_id,
+            run_id: a.run_id,
+            published_at: time(a.published_at),
+            started_at: time(a.started_at),
+            finished_at: rfc3339(a.finished_at),
+        }
+    }
+}
+
+/// A schedule's `retry_backoff` as shown.
+#[derive(Debug, Serialize)]
+pub(crate) struct BackoffBody {
+    pub initial_s: i32,
+    pub multiplier: f64,
+    pub max_s: i32,
 }
 
 /// Reads an upsert body (or one entry of a deploy's `schedules`). In a deploy,
@@ -208,8 +276,47 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         catchup_policy: fields.string("catchup_policy", false),
         priority: fields.integer("priority", false),
         max_run_seconds: fields.integer("max_run_seconds", false),
+        max_attempts: fields.integer("max_attempts", false),
+        retry_intervals_s: intervals(fields),
+        retry_backoff: backoff(fields),
+        heartbeat_timeout_s: fields.integer("heartbeat_timeout_s", false),
         revision: fields.integer("revision", false),
     }
+}
+
+/// `retry_intervals_s`: an array of whole seconds.
+fn intervals(fields: &mut Fields) -> Option<Vec<i64>> {
+    let items = fields.array("retry_intervals_s", false)?;
+    let seconds: Option<Vec<i64>> = items.iter().map(Value::as_i64).collect();
+    if seconds.is_none() {
+        fields.absorb(vec![kairos_registrar::Problem::new(
+            fields.field_name("retry_intervals_s"),
+            "must be an array of whole seconds",
+        )]);
+    }
+    seconds
+}
+
+/// `retry_backoff`: `{initial_s, multiplier, max_s}`.
+fn backoff(fields: &mut Fields) -> Option<BackoffInput> {
+    let value = fields.value("retry_backoff", false)?;
+    let mut inner = Fields::new(value, &fields.field_name("retry_backoff"));
+    let initial_s = inner.integer("initial_s", true);
+    let multiplier = inner.number("multiplier", true);
+    let max_s = inner.integer("max_s", true);
+    let problems = inner.finish();
+    let parsed = match (initial_s, multiplier, max_s) {
+        (Some(initial_s), Some(multiplier), Some(max_s)) if problems.is_empty() => {
+            Some(BackoffInput {
+                initial_s,
+                multiplier,
+                max_s,
+            })
+        }
+        _ => None,
+    };
+    fields.absorb(problems);
+    parsed
 }
 
 /// Reads a deploy's `schedules` array.

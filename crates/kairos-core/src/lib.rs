@@ -8,6 +8,7 @@
 //! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
 //! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
+//! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 
 mod id;
@@ -15,6 +16,7 @@ mod key;
 mod plan;
 mod policy;
 mod problem;
+mod retry;
 mod run;
 mod spec;
 mod timetable;
@@ -25,6 +27,7 @@ pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
 pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERATED};
 pub use policy::{CatchupPolicy, OverlapPolicy, PolicyError};
 pub use problem::Problem;
+pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use run::{Reported, RunSource, RunStatus, UnknownName};
 pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{MinGap, Ticks, Timetable};

@@ -38,11 +38,14 @@ pub enum RunStatus {
     Skipped,
     /// Not launched: paused, deleted or rescheduled before it was published.
     Cancelled,
+    /// An attempt failed or timed out and the next one waits for its time (`fire_at`). It
+    /// still holds its schedule: for exclusive schedules it counts as the run in flight.
+    Retrying,
 }
 
 impl RunStatus {
     /// Every status, in lifecycle order.
-    pub const ALL: [RunStatus; 9] = [
+    pub const ALL: [RunStatus; 10] = [
         RunStatus::Pending,
         RunStatus::Queued,
         RunStatus::Enqueued,
@@ -52,11 +55,20 @@ impl RunStatus {
         RunStatus::TimedOut,
         RunStatus::Skipped,
         RunStatus::Cancelled,
+        RunStatus::Retrying,
     ];
 
-    /// Not yet published: an executor cannot know the run exists.
+    /// Its current attempt is not published: no executor can be running it.
     pub fn unpublished(self) -> bool {
-        matches!(self, RunStatus::Pending | RunStatus::Queued)
+        matches!(
+            self,
+            RunStatus::Pending | RunStatus::Queued | RunStatus::Retrying
+        )
+    }
+
+    /// Holds its schedule: for an exclusive schedule no other run may launch meanwhile.
+    pub fn holds_schedule(self) -> bool {
+        self.in_flight() || self == RunStatus::Retrying
     }
 
     /// Published and not finished: an executor owes an answer.
@@ -100,18 +112,30 @@ pub enum Reported {
     Success,
     /// The run ended badly.
     Failed,
+    /// The run is alive (a long run says so now and then; its schedule's
+    /// `heartbeat_timeout_s` times out a run that stops saying it).
+    Heartbeat,
 }
+
+/// The name of a heartbeat report (the other reports are named after their status).
+const HEARTBEAT: &str = "HEARTBEAT";
 
 impl Reported {
     /// Every report.
-    pub const ALL: [Reported; 3] = [Reported::Started, Reported::Success, Reported::Failed];
+    pub const ALL: [Reported; 4] = [
+        Reported::Started,
+        Reported::Success,
+        Reported::Failed,
+        Reported::Heartbeat,
+    ];
 
-    /// The status the run takes when the report applies.
-    pub fn status(self) -> RunStatus {
+    /// The status the run takes when the report applies (a heartbeat moves nothing).
+    pub fn status(self) -> Option<RunStatus> {
         match self {
-            Reported::Started => RunStatus::Started,
-            Reported::Success => RunStatus::Success,
-            Reported::Failed => RunStatus::Failed,
+            Reported::Started => Some(RunStatus::Started),
+            Reported::Success => Some(RunStatus::Success),
+            Reported::Failed => Some(RunStatus::Failed),
+            Reported::Heartbeat => None,
         }
     }
 }
@@ -153,18 +177,19 @@ macro_rules! named {
 }
 
 named!(RunStatus, "status",
-    "PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED, TIMED_OUT, SKIPPED, CANCELLED", {
+    "PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED, TIMED_OUT, SKIPPED, CANCELLED, \
+     RETRYING", {
     Pending => "PENDING", Queued => "QUEUED", Enqueued => "ENQUEUED", Started => "STARTED",
     Success => "SUCCESS", Failed => "FAILED", TimedOut => "TIMED_OUT", Skipped => "SKIPPED",
-    Cancelled => "CANCELLED"
+    Cancelled => "CANCELLED", Retrying => "RETRYING"
 });
 named!(RunSource, "source", "schedule, manual, backfill, api", {
     Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api"
 });
 impl Reported {
-    /// The name as sent: the name of the status it leads to.
+    /// The name as sent: the name of the status it leads to, or `HEARTBEAT`.
     pub fn as_str(self) -> &'static str {
-        self.status().as_str()
+        self.status().map_or(HEARTBEAT, RunStatus::as_str)
     }
 }
 
@@ -172,14 +197,11 @@ impl FromStr for Reported {
     type Err = UnknownName;
 
     fn from_str(value: &str) -> Result<Self, UnknownName> {
-        let reported = value
-            .parse::<RunStatus>()
-            .ok()
-            .and_then(|status| Reported::ALL.into_iter().find(|r| r.status() == status));
+        let reported = Reported::ALL.into_iter().find(|r| r.as_str() == value);
         reported.ok_or_else(|| UnknownName {
             what: "status",
             value: value.to_string(),
-            allowed: "STARTED, SUCCESS, FAILED",
+            allowed: "STARTED, HEARTBEAT, SUCCESS, FAILED",
         })
     }
 }
@@ -205,6 +227,7 @@ mod tests {
 
     #[test]
     fn each_status_is_in_exactly_one_phase() {
+        assert!(RunStatus::Retrying.holds_schedule() && RunStatus::Enqueued.holds_schedule());
         for status in RunStatus::ALL {
             let phases = [status.unpublished(), status.in_flight(), status.terminal()];
             assert_eq!(phases.iter().filter(|p| **p).count(), 1, "{status}");

@@ -19,7 +19,7 @@ use std::future::Future;
 pub use error::{Error, Result};
 pub use link::NatsLink;
 pub use memory::InMemoryLauncher;
-pub use message::{LaunchMessage, Source};
+pub use message::{DeadLetter, LaunchMessage, Source};
 pub use nats::{NatsConfig, NatsLauncher};
 
 /// The queue stored a message (`duplicate` when it had stored the same id before).
@@ -37,4 +37,11 @@ pub trait RunLauncher: Send + Sync {
     /// A failure of one message does not stop the others.
     fn launch(&self, batch: &[LaunchMessage])
         -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
+
+    /// Publishes the dead letters of `batch` (to the dead-letter stream), one outcome each,
+    /// like [`RunLauncher::launch`].
+    fn dead_letter(
+        &self,
+        batch: &[DeadLetter],
+    ) -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::{Enqueued, Error, LaunchMessage, Result, RunLauncher};
+use crate::{DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
 /// Stores messages in memory and de-duplicates by message id, like a stream whose
 /// duplicate window never ends. Can be told to fail, to exercise outage handling.
@@ -16,6 +16,7 @@ pub struct InMemoryLauncher {
 #[derive(Debug, Default)]
 struct State {
     messages: Vec<LaunchMessage>,
+    dead_letters: Vec<DeadLetter>,
     ids: HashMap<String, u64>,
     down: bool,
 }
@@ -32,6 +33,11 @@ impl InMemoryLauncher {
     /// While `down`, every publish fails with a retryable error (a broker outage).
     pub fn set_down(&self, down: bool) {
         self.lock().down = down;
+    }
+
+    /// The dead letters stored, in order.
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        self.lock().dead_letters.clone()
     }
 
     /// The messages stored, in stream order.
@@ -76,5 +82,32 @@ impl InMemoryLauncher {
 impl RunLauncher for InMemoryLauncher {
     async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
         batch.iter().map(|message| self.publish(message)).collect()
+    }
+
+    async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {
+        batch
+            .iter()
+            .map(|letter| {
+                let mut state = self.lock();
+                if state.down {
+                    return Err(Error::Publish {
+                        reason: "in-memory queue is down".into(),
+                    });
+                }
+                if let Some(sequence) = state.ids.get(&letter.msg_id()) {
+                    return Ok(Enqueued {
+                        stream_sequence: *sequence,
+                        duplicate: true,
+                    });
+                }
+                state.dead_letters.push(letter.clone());
+                let sequence = state.dead_letters.len() as u64;
+                state.ids.insert(letter.msg_id(), sequence);
+                Ok(Enqueued {
+                    stream_sequence: sequence,
+                    duplicate: false,
+                })
+            })
+            .collect()
     }
 }

@@ -70,3 +70,39 @@ impl LaunchMessage {
         serde_json::to_vec(self).expect("launch messages always serialize")
     }
 }
+
+/// The copy of a run whose last attempt failed, published on `<prefix>.dlq.<workflow_id>`
+/// in stream `KAIROS_DLQ` (`schemas/dead_letter.schema.json`): its launch message plus how
+/// many attempts it had and the last error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeadLetter {
+    /// The run's launch message (`attempt` is its last attempt).
+    #[serde(flatten)]
+    pub launch: LaunchMessage,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last attempt's error, as reported or as the timeout says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl DeadLetter {
+    /// `<prefix>.dlq.<workflow_id>`.
+    pub fn subject(&self, prefix: &str) -> String {
+        format!("{prefix}.dlq.{}", self.launch.workflow_id)
+    }
+
+    /// `key:dlq:<attempt>`: a dead letter is copied once per final failure, even when the
+    /// sweep that publishes it is retried.
+    pub fn msg_id(&self) -> String {
+        format!(
+            "{}:dlq:{}",
+            self.launch.idempotency_key, self.launch.attempt
+        )
+    }
+
+    /// The JSON body.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("dead letters always serialize")
+    }
+}

@@ -1,7 +1,8 @@
 //! [`NatsLauncher`]: launch messages on JetStream.
 //!
-//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage) is created or updated
-//!   on connect, with the duplicate window from config. The window must exceed the longest
+//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage) and the
+//!   dead-letter stream (`KAIROS_DLQ`, `<prefix>.dlq.>`) are created or updated on connect,
+//!   with the duplicate window from config. The window must exceed the longest
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
 //! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
 //!   which applies back-pressure), then every acknowledgement is awaited.
@@ -16,7 +17,7 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use futures::future::join_all;
 
-use crate::{Enqueued, Error, LaunchMessage, Result, RunLauncher};
+use crate::{DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
 /// How to reach NATS and shape the stream. Fields mirror the `[nats]` config section.
 #[derive(Debug, Clone)]
@@ -25,6 +26,8 @@ pub struct NatsConfig {
     pub url: String,
     /// Stream name (`KAIROS_LAUNCH`).
     pub stream: String,
+    /// Dead-letter stream name (`KAIROS_DLQ`, subjects `<prefix>.dlq.>`).
+    pub dlq_stream: String,
     /// Subject prefix (`kairos`); launch messages go to `<prefix>.launch.<workflow_id>`.
     pub subject_prefix: String,
     /// How long the stream remembers message ids for de-duplication.
@@ -51,6 +54,7 @@ impl NatsConfig {
         NatsConfig {
             url: url.into(),
             stream: "KAIROS_LAUNCH".into(),
+            dlq_stream: "KAIROS_DLQ".into(),
             subject_prefix: "kairos".into(),
             duplicate_window: Duration::from_secs(900),
             max_inflight: 4_096,
@@ -94,23 +98,33 @@ impl NatsLauncher {
         Ok(launcher)
     }
 
-    /// Creates the stream, or brings an existing one to the configured subjects and window.
+    /// Creates the launch and dead-letter streams, or brings existing ones to the configured
+    /// subjects and window.
     ///
     /// # Errors
     /// [`Error::Stream`] with the server's reason.
     pub async fn ensure_stream(&self) -> Result<()> {
-        let config = stream::Config {
-            name: self.config.stream.clone(),
-            subjects: vec![format!("{}.launch.>", self.config.subject_prefix)],
-            duplicate_window: self.config.duplicate_window,
-            storage: stream::StorageType::File,
-            ..Default::default()
-        };
-        self.jetstream
-            .create_or_update_stream(config)
-            .await
-            .map(|_| ())
-            .map_err(|err| self.stream_error(err))
+        let prefix = &self.config.subject_prefix;
+        for (name, subjects) in [
+            (&self.config.stream, format!("{prefix}.launch.>")),
+            (&self.config.dlq_stream, format!("{prefix}.dlq.>")),
+        ] {
+            let config = stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects],
+                duplicate_window: self.config.duplicate_window,
+                storage: stream::StorageType::File,
+                ..Default::default()
+            };
+            self.jetstream
+                .create_or_update_stream(config)
+                .await
+                .map_err(|err| Error::Stream {
+                    stream: name.clone(),
+                    reason: err.to_string(),
+                })?;
+        }
+        Ok(())
     }
 
     /// How many messages the stream holds now.
@@ -146,14 +160,13 @@ impl NatsLauncher {
     }
 
     /// Sends one message; the returned future resolves when it is acknowledged.
-    async fn stage(&self, message: &LaunchMessage) -> Result<jetstream::context::PublishAckFuture> {
-        let body = message.encode();
-        let size = body.len();
+    async fn stage(&self, message: Outgoing) -> Result<jetstream::context::PublishAckFuture> {
+        let size = message.body.len();
         let publish = PublishMessage::build()
-            .payload(body.into())
-            .message_id(message.msg_id());
+            .payload(message.body.into())
+            .message_id(message.msg_id);
         self.jetstream
-            .send_publish(message.subject(&self.config.subject_prefix), publish)
+            .send_publish(message.subject, publish)
             .await
             .map_err(|err| match err.kind() {
                 PublishErrorKind::MaxPayloadExceeded => Error::TooLarge { size },
@@ -164,23 +177,57 @@ impl NatsLauncher {
     }
 }
 
+/// One message to publish: where, under which de-duplication id, what.
+#[derive(Debug)]
+struct Outgoing {
+    subject: String,
+    msg_id: String,
+    body: Vec<u8>,
+}
+
 impl RunLauncher for NatsLauncher {
     async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
-        let mut outcomes = Vec::with_capacity(batch.len());
-        // Invariant: at most `max_inflight` acknowledgements are pending when staging, since
-        // a staged publish holds its permit until its acknowledgement future completes;
-        // staging more before awaiting any would wait for a permit forever.
-        for chunk in batch.chunks(self.config.max_inflight.max(1)) {
-            outcomes.extend(self.launch_chunk(chunk).await);
-        }
-        outcomes
+        let prefix = &self.config.subject_prefix;
+        let outgoing = batch.iter().map(|message| Outgoing {
+            subject: message.subject(prefix),
+            msg_id: message.msg_id(),
+            body: message.encode(),
+        });
+        self.publish(outgoing.collect()).await
+    }
+
+    async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {
+        let prefix = &self.config.subject_prefix;
+        let outgoing = batch.iter().map(|letter| Outgoing {
+            subject: letter.subject(prefix),
+            msg_id: letter.msg_id(),
+            body: letter.encode(),
+        });
+        self.publish(outgoing.collect()).await
     }
 }
 
 impl NatsLauncher {
+    /// Publishes a batch in chunks of `max_inflight`.
+    async fn publish(&self, batch: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut batch = batch.into_iter().peekable();
+        // Invariant: at most `max_inflight` acknowledgements are pending when staging, since
+        // a staged publish holds its permit until its acknowledgement future completes;
+        // staging more before awaiting any would wait for a permit forever.
+        while batch.peek().is_some() {
+            let chunk: Vec<Outgoing> = batch
+                .by_ref()
+                .take(self.config.max_inflight.max(1))
+                .collect();
+            outcomes.extend(self.launch_chunk(chunk).await);
+        }
+        outcomes
+    }
+
     /// Stages every message of `chunk` first so acknowledgements overlap (pipelining), then
     /// awaits them all.
-    async fn launch_chunk(&self, chunk: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
+    async fn launch_chunk(&self, chunk: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
         let mut staged = Vec::with_capacity(chunk.len());
         for message in chunk {
             staged.push(self.stage(message).await);

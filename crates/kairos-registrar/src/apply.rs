@@ -112,6 +112,7 @@ fn to_write(
         catchup_policy: checked.catchup_policy,
         priority: checked.priority,
         max_run_seconds: checked.max_run_seconds,
+        failure: checked.failure.clone(),
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
     }
@@ -134,6 +135,7 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
         catchup_policy: stored.catchup_policy,
         priority: stored.priority,
         max_run_seconds: stored.max_run_seconds,
+        failure: stored.failure.clone(),
         revision: stored.revision,
         created_at: stored.created_at,
     }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{
-    parse_zone, validate_id, CatchupPolicy, OverlapPolicy, Spec, Timetable, Tz, MAX_ID_LEN,
-    MAX_JITTER_MS,
+    parse_zone, validate_id, CatchupPolicy, OverlapPolicy, RetryPolicy, RetryWait, Spec, Timetable,
+    Tz, MAX_ID_LEN, MAX_JITTER_MS,
 };
+use kairos_store::schedules::FailurePolicy;
 use sha2::{Digest, Sha256};
 
 use crate::error::Problem;
@@ -103,9 +104,10 @@ impl Default for DagLimit {
     }
 }
 
-/// The body of an upsert (seed 001 §4 plus `priority`, `max_run_seconds` and `revision`).
-/// Numbers are `i64` so that out-of-range values reach the range checks and get named.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The body of an upsert (seed 001 §4 plus `priority`, `max_run_seconds`, failure handling
+/// and `revision`). Numbers are `i64` so that out-of-range values reach the range checks and
+/// get named.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScheduleInput {
     /// Absent: derived from `workflow_id`, `cron_expr` and `timezone` ([`derived_schedule_id`]).
     pub schedule_id: Option<String>,
@@ -133,8 +135,27 @@ pub struct ScheduleInput {
     pub priority: Option<i64>,
     /// Positive; absent: no limit.
     pub max_run_seconds: Option<i64>,
+    /// `1..=100` attempts per run; absent: 1 (no retry).
+    pub max_attempts: Option<i64>,
+    /// Seconds before each next attempt (the last value repeats).
+    pub retry_intervals_s: Option<Vec<i64>>,
+    /// Exponential backoff between attempts (instead of intervals).
+    pub retry_backoff: Option<BackoffInput>,
+    /// Positive: a `STARTED` run with no report for this long is timed out.
+    pub heartbeat_timeout_s: Option<i64>,
     /// When given, the write applies only if the stored revision is this one.
     pub revision: Option<i64>,
+}
+
+/// `retry_backoff` as sent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackoffInput {
+    /// The first wait, seconds.
+    pub initial_s: i64,
+    /// Growth per attempt.
+    pub multiplier: f64,
+    /// The longest wait, seconds.
+    pub max_s: i64,
 }
 
 /// A [`ScheduleInput`] whose every field passed its rule.
@@ -153,6 +174,7 @@ pub(crate) struct Checked {
     pub catchup_policy: CatchupPolicy,
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
+    pub failure: FailurePolicy,
     pub revision: Option<i64>,
 }
 
@@ -239,6 +261,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         1,
         i32::MAX.into(),
     );
+    let failure = failure_policy(&mut problems, input);
     let overlap: Option<OverlapPolicy> = policy(&mut problems, input.overlap_policy.as_deref());
     let catchup: Option<CatchupPolicy> = policy(&mut problems, input.catchup_policy.as_deref());
     if let Some(revision) = input.revision {
@@ -263,9 +286,56 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             catchup_policy: catchup.unwrap_or(settings.default_catchup),
             priority: priority.map_or(0, narrow),
             max_run_seconds: max_run.map(narrow),
+            failure: failure.unwrap_or_default(),
             revision: input.revision,
         }),
         _ => Err(problems),
+    }
+}
+
+/// The retry policy and heartbeat timeout, checked by the core's rules.
+fn failure_policy(problems: &mut Vec<Problem>, input: &ScheduleInput) -> Option<FailurePolicy> {
+    let seconds = |value: i64| u32::try_from(value).unwrap_or(u32::MAX);
+    let wait = match (&input.retry_intervals_s, &input.retry_backoff) {
+        (Some(_), Some(_)) => {
+            problems.push(Problem::new(
+                "retry_intervals_s",
+                "give either retry_intervals_s or retry_backoff, not both",
+            ));
+            return None;
+        }
+        (Some(intervals), None) => {
+            if intervals.iter().any(|s| *s <= 0) {
+                problems.push(Problem::new(
+                    "retry_intervals_s",
+                    "every interval must be a positive number of seconds",
+                ));
+                return None;
+            }
+            Some(RetryWait::Intervals(
+                intervals.iter().map(|s| seconds(*s)).collect(),
+            ))
+        }
+        (None, Some(backoff)) => Some(RetryWait::Backoff {
+            initial_s: u32::try_from(backoff.initial_s).unwrap_or(0),
+            multiplier: backoff.multiplier,
+            max_s: u32::try_from(backoff.max_s).unwrap_or(0),
+        }),
+        (None, None) => None,
+    };
+    let heartbeat = ranged(
+        problems,
+        "heartbeat_timeout_s",
+        input.heartbeat_timeout_s,
+        1,
+        i32::MAX.into(),
+    );
+    match RetryPolicy::new(input.max_attempts.unwrap_or(1), wait) {
+        Ok(policy) => Some(FailurePolicy::of(&policy, heartbeat.map(seconds))),
+        Err(found) => {
+            problems.extend(found);
+            None
+        }
     }
 }
 

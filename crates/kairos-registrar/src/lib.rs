@@ -13,6 +13,7 @@
 //! Every error means nothing changed: each call is one transaction.
 
 mod apply;
+mod attempts;
 pub mod dag;
 mod error;
 mod input;
@@ -20,8 +21,10 @@ mod runs;
 mod schedules;
 mod workflows;
 
+pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
 pub use error::{Error, Problem, Result};
-pub use input::{derived_schedule_id, rfc3339, DagLimit, ScheduleInput, Settings};
+pub use input::{derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings};
+pub use kairos_store::attempts::Attempt;
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};

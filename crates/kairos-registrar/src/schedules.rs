@@ -321,7 +321,7 @@ pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
         .map_err(|err| Error::invalid("schedule_id", err.to_string()))
 }
 
-fn check_limit(limit: i64) -> Result<()> {
+pub(crate) fn check_limit(limit: i64) -> Result<()> {
     if (1..=LIST_LIMIT_MAX).contains(&limit) {
         Ok(())
     } else {

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use kairos_core::{OverlapPolicy, RunSource};
+use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use sqlx::{PgConnection, PgExecutor};
 
 pub use crate::outcome::{Outcome, Settled, Unlaunchable};
@@ -25,7 +25,8 @@ pub const EXCLUSIVE_LOCK_SPACE: i32 = 0x6b61_6972; // "kair"
 /// schedule; the launch schema requires an id here).
 pub const API_SCHEDULE_ID: &str = "run-launcher";
 
-/// A `PENDING` run this transaction has locked, with what the dispatcher needs to decide.
+/// A due run this transaction has locked (`PENDING`, or `RETRYING` whose next attempt is
+/// due), with what the dispatcher needs to decide.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Claimed {
     /// The run's key; the `Nats-Msg-Id`.
@@ -39,6 +40,13 @@ pub struct Claimed {
     /// What created it.
     #[sqlx(try_from = "String")]
     pub source: RunSource,
+    /// `PENDING`, or `RETRYING` (it already holds its schedule).
+    #[sqlx(try_from = "String")]
+    pub status: RunStatus,
+    /// The attempt to launch (1 unless an attempt failed before).
+    pub attempt: i32,
+    /// It counted against the one-in-flight index when its last attempt was published.
+    pub exclusive: bool,
     /// The workflow to launch.
     pub workflow_id: String,
     /// Its version.
@@ -54,13 +62,14 @@ pub struct Claimed {
 }
 
 const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, \
+    r.status, r.attempt, r.exclusive, \
     r.workflow_id, r.version, r.user_id, \
     case when r.source = 'api' then 'allow' else coalesce(s.overlap_policy, 'allow') end \
       as overlap_policy, \
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
 
-/// Locks up to `limit` due `PENDING` runs (`fire_at <= now`), highest schedule priority
-/// first, then oldest `fire_at`, skipping runs another transaction holds.
+/// Locks up to `limit` due runs (`PENDING` or `RETRYING` with `fire_at <= now`), highest
+/// schedule priority first, then oldest `fire_at`, skipping runs another transaction holds.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -76,7 +85,7 @@ pub async fn claim(
     let sql = format!(
         "select {CLAIM_COLUMNS} from schedule_runs r \
          left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status = 'PENDING' and r.fire_at <= $1 \
+         where r.status in ('PENDING', 'RETRYING') and r.fire_at <= $1 \
          order by coalesce(s.priority, 0) desc, r.fire_at, r.idempotency_key \
          limit $3 for update of r skip locked"
     );
@@ -142,7 +151,8 @@ pub async fn lock_schedules(
 pub struct Blockers {
     /// The schedule.
     pub schedule_id: String,
-    /// The key of a run in flight (`ENQUEUED` or `STARTED`), if any.
+    /// The key of a run that holds the schedule (`ENQUEUED`, `STARTED`, or `RETRYING`), if
+    /// any.
     pub in_flight: Option<String>,
     /// The `fire_at` of the oldest `QUEUED` run, if any: a younger run must queue behind
     /// it (overlap `queue` keeps the order).
@@ -163,10 +173,11 @@ pub async fn blockers(
     }
     let rows: Vec<Blockers> = sqlx::query_as(
         "select schedule_id, \
-           min(idempotency_key) filter (where status in ('ENQUEUED', 'STARTED')) as in_flight, \
+           min(idempotency_key) filter (where status in ('ENQUEUED', 'STARTED', 'RETRYING')) \
+             as in_flight, \
            min(fire_at) filter (where status = 'QUEUED') as first_queued \
          from schedule_runs \
-         where schedule_id = any($1) and status in ('ENQUEUED', 'STARTED', 'QUEUED') \
+         where schedule_id = any($1) and status in ('ENQUEUED', 'STARTED', 'RETRYING', 'QUEUED') \
          group by schedule_id",
     )
     .bind(schedule_ids)
@@ -205,8 +216,8 @@ pub async fn dags(
 /// Records every outcome of a batch in one statement. `published_at` is the database's
 /// clock when the acknowledgements are in (`pinned` in tests).
 ///
-/// Returns the fire drift of every planner tick (`source = 'schedule'`) this call moved to
-/// `ENQUEUED`: seconds from its planned `run_at` to `published_at` (negative when a negative
+/// Returns the fire drift of every planner tick (`source = 'schedule'`, first attempt) this
+/// call moved to `ENQUEUED`: seconds from its planned `run_at` to `published_at` (negative when a negative
 /// jitter let it out early). Manual, backfill and api runs have no planned time to drift
 /// from.
 ///
@@ -223,7 +234,11 @@ pub async fn record(
         return Ok(Vec::new());
     }
     let keys: Vec<&str> = outcomes.iter().map(Outcome::key).collect();
-    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status().as_str()).collect();
+    // NULL keeps the status (a retryable launch error: PENDING or RETRYING stays so).
+    let statuses: Vec<Option<&str>> = outcomes
+        .iter()
+        .map(|o| o.new_status().map(RunStatus::as_str))
+        .collect();
     let seqs: Vec<Option<i64>> = outcomes.iter().map(Outcome::stream_seq).collect();
     let reasons: Vec<Option<String>> = outcomes.iter().map(Outcome::reason).collect();
     let errors: Vec<Option<&str>> = outcomes.iter().map(Outcome::launch_error).collect();
@@ -231,7 +246,7 @@ pub async fn record(
     let attempted: Vec<bool> = outcomes.iter().map(Outcome::attempted).collect();
     // The drift comes back with the update (no second statement on the hot path).
     let drift = sqlx::query_scalar(
-        "with moved as (update schedule_runs r set status = v.status, \
+        "with moved as (update schedule_runs r set status = coalesce(v.status, r.status), \
            stream_seq = coalesce(v.stream_seq, r.stream_seq), \
            published_at = case when v.status = 'ENQUEUED' \
              then coalesce($9, clock_timestamp()) else r.published_at end, \
@@ -245,10 +260,10 @@ pub async fn record(
          from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], \
                      $6::bool[], $7::bool[]) \
            as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted) \
-         where r.idempotency_key = v.idempotency_key and r.status = 'PENDING' \
-         returning r.status, r.source, r.run_at, r.published_at) \
+         where r.idempotency_key = v.idempotency_key and r.status in ('PENDING', 'RETRYING') \
+         returning r.status, r.source, r.run_at, r.published_at, r.attempt) \
          select extract(epoch from published_at - run_at)::float8 from moved \
-         where status = 'ENQUEUED' and source = 'schedule'",
+         where status = 'ENQUEUED' and source = 'schedule' and attempt = 1",
     )
     .bind(keys)
     .bind(statuses)
@@ -264,7 +279,7 @@ pub async fn record(
     Ok(drift)
 }
 
-/// How long until the earliest `PENDING` run is due (zero when one is due now), by the
+/// How long until the earliest `PENDING` or `RETRYING` run is due (zero when one is due now), by the
 /// database's clock; `None` when nothing is pending.
 ///
 /// # Errors
@@ -273,11 +288,11 @@ pub async fn next_due_in(
     db: impl PgExecutor<'_>,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Option<std::time::Duration>> {
-    // Served by the partial index on PENDING fire_at: one index probe.
+    // Served by the partial index schedule_runs_due: one index probe.
     let seconds: Option<f64> = sqlx::query_scalar(
         "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
            clock_timestamp())), 0)::float8 \
-         from schedule_runs where status = 'PENDING'",
+         from schedule_runs where status in ('PENDING', 'RETRYING')",
     )
     .bind(pinned)
     .fetch_one(db)
@@ -285,28 +300,70 @@ pub async fn next_due_in(
     Ok(seconds.map(std::time::Duration::from_secs_f64))
 }
 
-/// In-flight runs older than their schedule's `max_run_seconds` become `TIMED_OUT` (and
-/// stop blocking overlap). Returns their keys.
+/// A run the sweep timed out, with what deciding its next attempt needs.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct TimedOut {
+    /// The run.
+    pub idempotency_key: String,
+    /// The attempt that timed out.
+    pub attempt: i32,
+    /// `heartbeat` (silent past `heartbeat_timeout_s`) or `max_run_seconds`.
+    pub cause: String,
+    /// Its schedule's failure policy (absent for a run whose schedule is gone).
+    #[sqlx(flatten)]
+    pub failure: crate::schedules::FailurePolicy,
+}
+
+/// In-flight runs older than their schedule's `max_run_seconds`, and `STARTED` runs with no
+/// report for `heartbeat_timeout_s`, become `TIMED_OUT` (and the attempt is recorded).
+/// Returns them; the caller decides, in the same transaction, whether each is retried
+/// ([`crate::attempts::retry`]) or dead-lettered.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
-pub async fn time_out(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
-        "update schedule_runs r set status = 'TIMED_OUT', finished_at = $1, updated_at = $1, \
-           reason = format('ran longer than max_run_seconds (%s s)', s.max_run_seconds) \
-         from schedules s \
-         where r.schedule_id = s.schedule_id and r.status in ('ENQUEUED', 'STARTED') \
-           and s.max_run_seconds is not null \
-           and coalesce(r.started_at, r.published_at) \
-               < $1 - make_interval(secs => s.max_run_seconds) \
-         returning r.idempotency_key",
+pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<TimedOut>> {
+    Ok(sqlx::query_as(
+        "with late as ( \
+           select r.idempotency_key, \
+             case when s.max_run_seconds is not null \
+                   and coalesce(r.started_at, r.published_at) \
+                       < $1 - make_interval(secs => s.max_run_seconds) \
+                  then 'max_run_seconds' else 'heartbeat' end as cause \
+           from schedule_runs r join schedules s on s.schedule_id = r.schedule_id \
+           where r.status in ('ENQUEUED', 'STARTED') and ( \
+             (s.max_run_seconds is not null and coalesce(r.started_at, r.published_at) \
+                < $1 - make_interval(secs => s.max_run_seconds)) \
+             or (s.heartbeat_timeout_s is not null and r.status = 'STARTED' \
+                and greatest(r.started_at, r.heartbeat_at) \
+                  < $1 - make_interval(secs => s.heartbeat_timeout_s))) \
+           for update of r skip locked \
+         ), moved as ( \
+           update schedule_runs r set status = 'TIMED_OUT', finished_at = $1, updated_at = $1, \
+             reason = case l.cause when 'heartbeat' \
+               then format('no heartbeat or status report for %s s (heartbeat_timeout_s)', \
+                 s.heartbeat_timeout_s) \
+               else format('ran longer than max_run_seconds (%s s)', s.max_run_seconds) end \
+           from late l, schedules s \
+           where r.idempotency_key = l.idempotency_key and s.schedule_id = r.schedule_id \
+           returning r.*, l.cause \
+         ), recorded as ( \
+           insert into run_attempts (idempotency_key, attempt, status, error, executor_id, \
+             run_id, published_at, started_at, finished_at) \
+           select idempotency_key, attempt, 'TIMED_OUT', reason, executor_id, run_id, \
+             published_at, started_at, finished_at from moved \
+           on conflict do nothing \
+         ) \
+         select m.idempotency_key, m.attempt, m.cause, s.max_attempts, s.retry_intervals_s, \
+           s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
+           s.heartbeat_timeout_s \
+         from moved m join schedules s on s.schedule_id = m.schedule_id",
     )
     .bind(now)
-    .fetch_all(db)
+    .fetch_all(&mut *tx)
     .await?)
 }
 
-/// For every schedule with `QUEUED` runs but nothing in flight and nothing due, the
+/// For every schedule with `QUEUED` runs but nothing holding it and nothing due, the
 /// oldest `QUEUED` run becomes `PENDING` (after a timeout, or when a status callback's
 /// release raced with the dispatcher queueing a run). Returns their keys.
 ///
@@ -320,7 +377,7 @@ pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Resu
            select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
            where w.status = 'QUEUED' \
              and not exists (select 1 from schedule_runs b where b.schedule_id = w.schedule_id \
-                             and (b.status in ('ENQUEUED', 'STARTED') \
+                             and (b.status in ('ENQUEUED', 'STARTED', 'RETRYING') \
                                   or (b.status = 'PENDING' and b.fire_at <= $1))) \
            order by w.schedule_id, w.fire_at, w.idempotency_key) \
          returning q.idempotency_key",

@@ -10,6 +10,7 @@
 
 pub use sqlx::PgPool;
 
+pub mod attempts;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;

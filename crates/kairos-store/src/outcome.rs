@@ -23,7 +23,7 @@ pub enum Settled {
         /// Published under `skip`/`queue`: counts against the one-in-flight index.
         exclusive: bool,
     },
-    /// The publish failed but may succeed later: stays `PENDING` (invariant 6).
+    /// The publish failed but may succeed later: stays `PENDING` (or `RETRYING`), invariant 6.
     Retry {
         /// The launch error.
         error: String,
@@ -128,15 +128,16 @@ impl Outcome {
         &self.settled
     }
 
-    /// The status the run takes.
-    pub fn status(&self) -> RunStatus {
-        match self.settled {
+    /// The status the run takes; `None` for a retryable launch error, which leaves it as
+    /// it was (`PENDING`, or `RETRYING`).
+    pub fn new_status(&self) -> Option<RunStatus> {
+        Some(match self.settled {
             Settled::Enqueued { .. } => RunStatus::Enqueued,
-            Settled::Retry { .. } => RunStatus::Pending,
+            Settled::Retry { .. } => return None,
             Settled::Refused { .. } | Settled::Unlaunchable(_) => RunStatus::Failed,
             Settled::Skipped { .. } => RunStatus::Skipped,
             Settled::Queued { .. } => RunStatus::Queued,
-        }
+        })
     }
 
     /// The human-readable reason written on the row, if any.

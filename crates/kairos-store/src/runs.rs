@@ -34,8 +34,14 @@ pub struct Run {
     pub user_id: String,
     /// The executor's run id.
     pub run_id: Option<String>,
-    /// Publish attempts so far.
+    /// Publish attempts so far (every try to hand a message to the stream).
     pub attempts: i32,
+    /// The attempt in progress (1 until an attempt failed and was retried).
+    pub attempt: i32,
+    /// The executor's last heartbeat in this attempt.
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    /// When its last attempt failed for good.
+    pub dead_lettered_at: Option<DateTime<Utc>>,
     /// Why it was skipped, cancelled or failed.
     pub reason: Option<String>,
     /// The last launch or run error.
@@ -59,8 +65,9 @@ pub struct Run {
 /// The columns of [`Run`], in order: the one list every read of a whole run uses.
 pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
-    workflow_id, version, user_id, run_id, attempts, reason, last_error, published_at, \
-    stream_seq, started_at, finished_at, executor_id, created_at, updated_at";
+    workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
+    reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
+    created_at, updated_at";
 
 /// A run row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]

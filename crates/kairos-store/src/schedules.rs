@@ -3,13 +3,13 @@
 //! one row. Updates are compare-and-set on `revision` (optimistic concurrency).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{CatchupPolicy, OverlapPolicy};
+use kairos_core::{CatchupPolicy, OverlapPolicy, RetryPolicy, RetryWait};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
 use crate::Result;
 
 /// A stored schedule, as read back.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Schedule {
     /// Primary key.
     pub schedule_id: String,
@@ -43,6 +43,9 @@ pub struct Schedule {
     pub priority: i32,
     /// In-flight limit in seconds, if any.
     pub max_run_seconds: Option<i32>,
+    /// What happens when an attempt fails or stops answering.
+    #[sqlx(flatten)]
+    pub failure: FailurePolicy,
     /// Optimistic-concurrency counter, incremented by every write.
     pub revision: i64,
     /// When the row was first written (the `@every` anchor when no `start_at`).
@@ -54,12 +57,96 @@ pub struct Schedule {
 /// The columns of [`Schedule`], in order, for `select` and `returning`.
 const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
     start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
-    priority, max_run_seconds, revision, created_at, updated_at";
+    priority, max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
+    retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, revision, created_at, \
+    updated_at";
+
+/// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
+/// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct FailurePolicy {
+    /// Attempts a run may have (1: no retry).
+    pub max_attempts: i32,
+    /// Waits between attempts, in seconds (the last repeats).
+    pub retry_intervals_s: Option<Vec<i32>>,
+    /// Exponential backoff: the first wait.
+    pub retry_backoff_initial_s: Option<i32>,
+    /// Exponential backoff: growth per attempt.
+    pub retry_backoff_multiplier: Option<f64>,
+    /// Exponential backoff: the longest wait.
+    pub retry_backoff_max_s: Option<i32>,
+    /// A STARTED run silent this long is timed out.
+    pub heartbeat_timeout_s: Option<i32>,
+}
+
+impl FailurePolicy {
+    /// The stored form of a retry policy and heartbeat timeout.
+    pub fn of(policy: &RetryPolicy, heartbeat_timeout_s: Option<u32>) -> FailurePolicy {
+        let to_i32 = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        let mut stored = FailurePolicy {
+            max_attempts: to_i32(policy.max_attempts()),
+            heartbeat_timeout_s: heartbeat_timeout_s.map(to_i32),
+            ..FailurePolicy::default()
+        };
+        match policy.wait() {
+            Some(RetryWait::Intervals(intervals)) => {
+                stored.retry_intervals_s = Some(intervals.iter().copied().map(to_i32).collect());
+            }
+            Some(RetryWait::Backoff {
+                initial_s,
+                multiplier,
+                max_s,
+            }) => {
+                stored.retry_backoff_initial_s = Some(to_i32(*initial_s));
+                stored.retry_backoff_multiplier = Some(*multiplier);
+                stored.retry_backoff_max_s = Some(to_i32(*max_s));
+            }
+            None => {}
+        }
+        stored
+    }
+
+    /// The retry policy (the table's CHECKs make a stored one always valid; one that is
+    /// not, after a manual edit, retries nothing).
+    pub fn retry_policy(&self) -> RetryPolicy {
+        let to_u32 = |n: i32| u32::try_from(n).unwrap_or(0);
+        let wait = match (
+            &self.retry_intervals_s,
+            self.retry_backoff_initial_s,
+            self.retry_backoff_multiplier,
+            self.retry_backoff_max_s,
+        ) {
+            (Some(intervals), _, _, _) => Some(RetryWait::Intervals(
+                intervals.iter().copied().map(to_u32).collect(),
+            )),
+            (None, Some(initial_s), Some(multiplier), Some(max_s)) => Some(RetryWait::Backoff {
+                initial_s: to_u32(initial_s),
+                multiplier,
+                max_s: to_u32(max_s),
+            }),
+            _ => None,
+        };
+        RetryPolicy::new(i64::from(self.max_attempts), wait).unwrap_or_default()
+    }
+
+    /// The heartbeat timeout in seconds, if any.
+    pub fn heartbeat_timeout_s(&self) -> Option<u32> {
+        self.heartbeat_timeout_s.and_then(|n| u32::try_from(n).ok())
+    }
+
+    /// The intervals as a PostgreSQL array literal (bulk writes pass one text per row).
+    fn intervals_literal(&self) -> Option<String> {
+        self.retry_intervals_s.as_ref().map(|intervals| {
+            let items: Vec<String> = intervals.iter().map(i32::to_string).collect();
+            format!("{{{}}}", items.join(","))
+        })
+    }
+}
 
 /// Everything a registrar write sets. For an insert, `revision` is ignored (a new row starts
 /// at 1) and `created_at` is stored; for an update, `revision` is the one read before the
 /// write, and `created_at` is left alone.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScheduleWrite {
     /// Primary key.
     pub schedule_id: String,
@@ -91,6 +178,8 @@ pub struct ScheduleWrite {
     pub priority: i32,
     /// See [`Schedule::max_run_seconds`].
     pub max_run_seconds: Option<i32>,
+    /// See [`Schedule::failure`].
+    pub failure: FailurePolicy,
     /// The revision the update expects to find (ignored by inserts).
     pub revision: i64,
     /// Stored by inserts; `updated_at` is always `now`.
@@ -184,10 +273,14 @@ pub async fn insert_many(
     let mut query = QueryBuilder::<Postgres>::new(
         "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, \
          timezone, start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, \
-         catchup_policy, priority, max_run_seconds, revision, created_at, updated_at) \
+         catchup_policy, priority, max_run_seconds, max_attempts, retry_intervals_s, \
+         retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
+         heartbeat_timeout_s, revision, created_at, updated_at) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
-         v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, 1, v.created_at, ",
+         v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
+         v.retry_intervals_s::int4[], v.retry_backoff_initial_s, v.retry_backoff_multiplier, \
+         v.retry_backoff_max_s, v.heartbeat_timeout_s, 1, v.created_at, ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -222,7 +315,12 @@ pub async fn update_many(
              then s.next_run_at else v.next_run_at end, \
          paused = v.paused, jitter_ms = v.jitter_ms, overlap_policy = v.overlap_policy, \
          catchup_policy = v.catchup_policy, priority = v.priority, \
-         max_run_seconds = v.max_run_seconds, revision = s.revision + 1, updated_at = ",
+         max_run_seconds = v.max_run_seconds, max_attempts = v.max_attempts, \
+         retry_intervals_s = v.retry_intervals_s::int4[], \
+         retry_backoff_initial_s = v.retry_backoff_initial_s, \
+         retry_backoff_multiplier = v.retry_backoff_multiplier, \
+         retry_backoff_max_s = v.retry_backoff_max_s, \
+         heartbeat_timeout_s = v.heartbeat_timeout_s, revision = s.revision + 1, updated_at = ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -269,6 +367,18 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.max_run_seconds));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.failure.max_attempts));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.failure.intervals_literal()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.failure.retry_backoff_initial_s));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.failure.retry_backoff_multiplier));
+    args.push_unseparated("::float8[]");
+    args.push_bind(col(rows, |r| r.failure.retry_backoff_max_s));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.failure.heartbeat_timeout_s));
+    args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
     args.push_bind(col(rows, |r| r.created_at));
@@ -276,7 +386,9 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     query.push(
         ") as v(schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
-         max_run_seconds, revision, created_at)",
+         max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
+         retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, revision, \
+         created_at)",
     );
 }
 

@@ -11,12 +11,14 @@
 //!
 //! The loop ([`Dispatcher::run`]) has three arms besides shutdown: the next `fire_at`, a
 //! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
-//! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval.
+//! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
+//! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ).
 
 mod decide;
 mod launch;
 mod report;
 mod round;
+mod sweep;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -182,25 +184,6 @@ impl<L: RunLauncher> Dispatcher<L> {
         tx.commit().await?;
         round.finished(started);
         Ok(round)
-    }
-
-    /// Runs the sweep: in-flight runs past `max_run_seconds` → `TIMED_OUT`, then the oldest
-    /// `QUEUED` run of every schedule with nothing in flight → `PENDING`.
-    ///
-    /// # Errors
-    /// [`Error::Store`] when a statement fails.
-    pub async fn sweep(&self) -> Result<(usize, usize)> {
-        let now = kairos_store::now(&self.pool, None).await?;
-        let timed_out = dispatch::time_out(&self.pool, now).await?;
-        for key in &timed_out {
-            tracing::warn!(key = %key, "run timed out (max_run_seconds)");
-        }
-        crate::metrics::timed_out(timed_out.len() as u64);
-        let released = dispatch::release_queued(&self.pool, now).await?;
-        for key in &released {
-            tracing::info!(key = %key, "queued run released (nothing in flight)");
-        }
-        Ok((timed_out.len(), released.len()))
     }
 
     async fn sweep_logged(&self) {

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{validate_id, Problem, Reported, RunSource, RunStatus};
 use kairos_launcher::status::{Disposition, StatusMessage};
 use kairos_store::dispatch::{self, ApiRun};
-use kairos_store::status::{self, Applied, StatusReport};
+use kairos_store::status::{self, AfterFailure, Applied, StatusReport};
 use kairos_store::{runs, wakeups, PgPool, Tx};
 use serde_json::{Map, Value};
 
@@ -48,6 +48,17 @@ pub const MAX_ID_TEXT: usize = 200;
 /// Longest `error`.
 pub const MAX_ERROR_TEXT: usize = 8192;
 
+/// The fields of a status report (`schemas/status.schema.json`).
+const FIELDS: [&str; 7] = [
+    "status",
+    "idempotency_key",
+    "attempt",
+    "run_id",
+    "executor_id",
+    "error",
+    "retryable",
+];
+
 /// Parses a status report about run `key` (from the path or the subject) out of a JSON
 /// body. Every broken rule is returned, each naming its field.
 ///
@@ -63,15 +74,7 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
         return Err(problems);
     };
     for name in fields.keys() {
-        if ![
-            "status",
-            "idempotency_key",
-            "run_id",
-            "executor_id",
-            "error",
-        ]
-        .contains(&name.as_str())
-        {
+        if !FIELDS.contains(&name.as_str()) {
             problems.push(Problem::new(
                 name.clone(),
                 "is not a field of a status report",
@@ -109,9 +112,32 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
     let run_id = text(fields, "run_id", 1, MAX_ID_TEXT, &mut problems);
     let executor_id = text(fields, "executor_id", 1, MAX_ID_TEXT, &mut problems);
     let error = text(fields, "error", 0, MAX_ERROR_TEXT, &mut problems);
+    let attempt = match fields.get("attempt") {
+        None | Some(Value::Null) => None,
+        Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) if n >= 1 => Some(n),
+            _ => {
+                problems.push(Problem::new(
+                    "attempt",
+                    "must be a whole number of at least 1",
+                ));
+                None
+            }
+        },
+    };
+    let retryable = match fields.get("retryable") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(flag)) => Some(*flag),
+        Some(_) => {
+            problems.push(Problem::new("retryable", "must be true or false"));
+            None
+        }
+    };
     match status {
         Some(status) if problems.is_empty() => Ok(StatusReport {
             status,
+            attempt,
+            retryable,
             run_id,
             executor_id,
             error,
@@ -225,16 +251,69 @@ impl Intake {
     }
 
     /// Applies a report to run `key` (forward-only, first executor owns the run) and
-    /// counts it.
+    /// counts it. A `FAILED` report of the attempt in progress is followed, in the same
+    /// transaction, by the next attempt (its time from the schedule's retry policy) or by a
+    /// dead letter, unless the report says `retryable: false` (then a dead letter).
     ///
     /// # Errors
     /// [`Error::Store`]: nothing was recorded.
     pub async fn report(&self, key: &str, report: &StatusReport) -> Result<Applied> {
         let mut tx = Tx::begin(&self.pool).await?;
-        let applied = status::apply(&mut tx, key, report, None).await?;
+        let after_failure = self.after_failure(&mut tx, key, report).await?;
+        let applied = status::apply(&mut tx, key, report, after_failure, None).await?;
         tx.commit().await?;
         metrics::status_event(report.status.as_str(), outcome_of(&applied));
+        if let Applied::Moved(run) = &applied {
+            match run.status {
+                RunStatus::Retrying => {
+                    metrics::retried(1);
+                    tracing::info!(key, attempt = run.attempt, next_at = %run.fire_at,
+                        "attempt failed; next attempt scheduled");
+                }
+                RunStatus::Failed if run.dead_lettered_at.is_some() => {
+                    metrics::dead_lettered(1);
+                    tracing::warn!(
+                        key,
+                        attempt = run.attempt,
+                        "last attempt failed; dead-lettered"
+                    );
+                }
+                _ => {}
+            }
+        }
         Ok(applied)
+    }
+
+    /// For a `FAILED` report: the next attempt's time or a dead letter, from the run's
+    /// attempt and its schedule's retry policy (the run is locked from here on).
+    async fn after_failure(
+        &self,
+        tx: &mut Tx,
+        key: &str,
+        report: &StatusReport,
+    ) -> Result<Option<AfterFailure>> {
+        if report.status != Reported::Failed {
+            return Ok(None);
+        }
+        let Some((attempt, failure)) = status::failure_context(tx, key).await? else {
+            return Ok(None);
+        };
+        let attempt = u32::try_from(attempt).unwrap_or(1);
+        if report.attempt.is_some_and(|reported| reported != attempt) {
+            return Ok(None); // About another attempt: the transition ignores it.
+        }
+        if report.retryable == Some(false) {
+            return Ok(Some(AfterFailure::DeadLetter));
+        }
+        let now = kairos_store::now(&mut **tx, None).await?;
+        Ok(Some(
+            match failure.retry_policy().delay_after(attempt, key) {
+                Some(wait) => AfterFailure::Retry(
+                    now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX),
+                ),
+                None => AfterFailure::DeadLetter,
+            },
+        ))
     }
 
     /// Creates the run `request` names (source `api`, due now) unless its key exists, and
@@ -393,10 +472,14 @@ mod tests {
 
     #[test]
     fn a_good_report_parses() {
-        let body = json!({"status": "FAILED", "executor_id": "e1", "error": "boom"});
+        let body = json!({"status": "FAILED", "executor_id": "e1", "error": "boom",
+            "attempt": 2, "retryable": false});
         let report = parse_report("k1", &body).expect("valid");
         assert_eq!(report.status, Reported::Failed);
         assert_eq!(report.error.as_deref(), Some("boom"));
+        assert_eq!((report.attempt, report.retryable), (Some(2), Some(false)));
+        let beat = parse_report("k1", &json!({"status": "HEARTBEAT"})).expect("valid");
+        assert_eq!(beat.status, Reported::Heartbeat);
     }
 
     #[test]

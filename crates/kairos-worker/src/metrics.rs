@@ -28,8 +28,12 @@ pub const RUNS_SKIPPED: &str = "kairos_runs_skipped_total";
 pub const RUNS_QUEUED: &str = "kairos_runs_queued_total";
 /// Counter: launch attempts that did not enqueue a run, by `reason` ([`LaunchFailure`]).
 pub const RUNS_FAILED_LAUNCH: &str = "kairos_runs_failed_launch_total";
-/// Counter: in-flight runs the sweep turned `TIMED_OUT` (`max_run_seconds`).
+/// Counter: in-flight runs the sweep turned `TIMED_OUT`, by `reason` ([`TimeoutReason`]).
 pub const RUNS_TIMED_OUT: &str = "kairos_runs_timed_out_total";
+/// Counter: attempts scheduled after a failed or timed-out one (the run is `RETRYING`).
+pub const RUN_RETRIES: &str = "kairos_run_retries_total";
+/// Counter: runs whose last attempt failed or timed out (dead-lettered).
+pub const RUNS_DEAD_LETTERED: &str = "kairos_runs_dead_lettered_total";
 /// Counter: executor status reports (HTTP and NATS), by `status` and `outcome`
 /// ([`StatusOutcome`]).
 pub const STATUS_EVENTS: &str = "kairos_status_events_total";
@@ -109,6 +113,28 @@ impl LaunchFailure {
             LaunchFailure::WorkflowMissing => "workflow_missing",
             LaunchFailure::Permanent => "permanent",
             LaunchFailure::Retryable => "retryable",
+        }
+    }
+}
+
+/// Why the sweep timed a run out (`reason` of [`RUNS_TIMED_OUT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutReason {
+    /// In flight longer than its schedule's `max_run_seconds`.
+    MaxRunSeconds,
+    /// `STARTED` and silent longer than its schedule's `heartbeat_timeout_s`.
+    Heartbeat,
+}
+
+impl TimeoutReason {
+    /// Every reason (exported at 0 from the start).
+    pub const ALL: [TimeoutReason; 2] = [TimeoutReason::MaxRunSeconds, TimeoutReason::Heartbeat];
+
+    /// The label value (also the store's name for the cause).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutReason::MaxRunSeconds => "max_run_seconds",
+            TimeoutReason::Heartbeat => "heartbeat",
         }
     }
 }
@@ -199,7 +225,12 @@ pub fn describe() {
         RUNS_FAILED_LAUNCH,
         "Launches that did not enqueue, by reason"
     );
-    describe_counter!(RUNS_TIMED_OUT, "Runs timed out after max_run_seconds");
+    describe_counter!(
+        RUNS_TIMED_OUT,
+        "Runs timed out, by reason (max_run_seconds, heartbeat)"
+    );
+    describe_counter!(RUN_RETRIES, "Attempts scheduled after a failed one");
+    describe_counter!(RUNS_DEAD_LETTERED, "Runs whose last attempt failed");
     describe_counter!(
         STATUS_EVENTS,
         "Executor status reports, by status and outcome"
@@ -252,8 +283,17 @@ pub const UNKNOWN_STATUS: &str = "unknown";
 /// first event (a counter the recorder has never seen is absent from `/metrics`). Call once
 /// after installing the recorder.
 pub fn zero() {
-    for name in [RUNS_PLANNED, RUNS_EMITTED, RUNS_QUEUED, RUNS_TIMED_OUT] {
+    for name in [
+        RUNS_PLANNED,
+        RUNS_EMITTED,
+        RUNS_QUEUED,
+        RUN_RETRIES,
+        RUNS_DEAD_LETTERED,
+    ] {
         metrics::counter!(name).increment(0);
+    }
+    for reason in TimeoutReason::ALL {
+        timed_out(reason, 0);
     }
     for reason in SkipReason::ALL {
         skipped(reason, 0);
@@ -319,10 +359,22 @@ pub fn drift(seconds: &[f64]) {
     }
 }
 
-/// The runs a sweep timed out.
-pub fn timed_out(n: u64) {
+/// `n` runs the sweep timed out, for `reason`.
+pub fn timed_out(reason: TimeoutReason, n: u64) {
+    metrics::counter!(RUNS_TIMED_OUT, "reason" => reason.as_str()).increment(n);
+}
+
+/// `n` attempts scheduled after a failure.
+pub fn retried(n: u64) {
     if n > 0 {
-        metrics::counter!(RUNS_TIMED_OUT).increment(n);
+        metrics::counter!(RUN_RETRIES).increment(n);
+    }
+}
+
+/// `n` runs dead-lettered.
+pub fn dead_lettered(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_DEAD_LETTERED).increment(n);
     }
 }
 

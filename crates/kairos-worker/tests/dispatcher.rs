@@ -33,11 +33,13 @@ async fn report(pool: &PgPool, key: &str, status: Reported) {
     let mut conn = pool.acquire().await.expect("connection");
     let report = StatusReport {
         status,
+        attempt: None,
+        retryable: None,
         run_id: None,
         executor_id: Some("exec-1".into()),
         error: None,
     };
-    apply(&mut conn, key, &report, None)
+    apply(&mut conn, key, &report, None, None)
         .await
         .expect("apply status");
 }
@@ -197,6 +199,62 @@ async fn killed_between_ack_and_record_loses_and_doubles_nothing() {
     assert_eq!(
         ids, keys,
         "one message per key, in fire_at order: duplicates dropped"
+    );
+}
+
+/// A kairos instance killed while it publishes a retry (between the PubAck of attempt 2 and
+/// its commit) loses no attempt and doubles none: the run is still RETRYING, the next
+/// dispatcher publishes attempt 2 again under the same `Nats-Msg-Id` (`key:2`), and the
+/// stream keeps one copy.
+#[tokio::test]
+async fn killed_while_publishing_a_retry_loses_and_doubles_no_attempt() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "skip", None).await;
+    sqlx::query("update schedules set max_attempts = 3 where schedule_id = 's'")
+        .execute(&pool)
+        .await
+        .expect("retry policy");
+    let k = key(1);
+    run(&pool, &k, "s", -0.1).await;
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    drain(&dispatcher).await;
+    let intake = kairos_worker::intake::Intake::new(pool.clone());
+    let failed = kairos_worker::intake::parse_report(&k, &serde_json::json!({"status": "FAILED"}))
+        .expect("report");
+    intake.report(&k, &failed).await.expect("attempt 1 failed");
+    assert_eq!(statuses(&pool).await[&k], RunStatus::Retrying);
+
+    let status = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "child_round_that_crashes",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("KAIROS_CRASH_AT", "dispatcher_after_ack")
+        .env("KAIROS_TEST_DB_URL", db.url())
+        .env("KAIROS_TEST_NATS_URL", server.url())
+        .status()
+        .expect("spawn child");
+    assert!(!status.success(), "the child must die at the crash point");
+    assert_eq!(
+        stream_ids(&launcher).await,
+        vec![k.clone(), format!("{k}:2")]
+    );
+    assert_eq!(
+        statuses(&pool).await[&k],
+        RunStatus::Retrying,
+        "the killed transaction rolled back"
+    );
+    drain(&dispatcher).await;
+    assert_eq!(statuses(&pool).await[&k], RunStatus::Enqueued);
+    assert_eq!(
+        stream_ids(&launcher).await,
+        vec![k.clone(), format!("{k}:2")],
+        "attempt 2 once: the re-publish was a duplicate"
     );
 }
 

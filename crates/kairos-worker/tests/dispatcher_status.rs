@@ -20,6 +20,8 @@ use serde_json::json;
 fn report(status: Reported, executor: &str) -> StatusReport {
     StatusReport {
         status,
+        attempt: None,
+        retryable: None,
         run_id: Some("r-1".into()),
         executor_id: Some(executor.into()),
         error: (status == Reported::Failed).then(|| "boom".to_string()),
@@ -51,16 +53,23 @@ async fn callbacks_out_of_order_and_repeated_never_regress() {
     let _nats = enqueued_run(&pool).await;
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
-    let success = apply(&mut conn, &k, &report(Reported::Success, "e1"), None).await;
+    let success = apply(&mut conn, &k, &report(Reported::Success, "e1"), None, None).await;
     assert!(matches!(success, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Success));
     for late in [Reported::Started, Reported::Success, Reported::Failed] {
-        let again = apply(&mut conn, &k, &report(late, "e1"), None).await;
+        let again = apply(&mut conn, &k, &report(late, "e1"), None, None).await;
         assert!(
             matches!(again, Ok(Applied::Unchanged(ref run)) if run.status == RunStatus::Success),
             "{late:?} after SUCCESS: {again:?}"
         );
     }
-    let unknown = apply(&mut conn, &key(99), &report(Reported::Started, "e1"), None).await;
+    let unknown = apply(
+        &mut conn,
+        &key(99),
+        &report(Reported::Started, "e1"),
+        None,
+        None,
+    )
+    .await;
     assert!(matches!(unknown, Ok(Applied::NotFound)));
     assert!(
         field(&pool, &k, "started_at").await.is_none(),
@@ -76,21 +85,21 @@ async fn the_first_started_executor_owns_the_run() {
     let _nats = enqueued_run(&pool).await;
     let mut conn = pool.acquire().await.expect("conn");
     let k = key(1);
-    let first = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
+    let first = apply(&mut conn, &k, &report(Reported::Started, "e1"), None, None).await;
     assert!(matches!(first, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Started));
-    let again = apply(&mut conn, &k, &report(Reported::Started, "e1"), None).await;
+    let again = apply(&mut conn, &k, &report(Reported::Started, "e1"), None, None).await;
     assert!(matches!(again, Ok(Applied::Unchanged(_))));
-    let other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None).await;
+    let other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None, None).await;
     assert!(matches!(other, Ok(Applied::Conflict { ref owner, .. }) if owner == "e1"));
-    let other_end = apply(&mut conn, &k, &report(Reported::Success, "e2"), None).await;
+    let other_end = apply(&mut conn, &k, &report(Reported::Success, "e2"), None, None).await;
     assert!(matches!(other_end, Ok(Applied::Conflict { .. })));
-    let failed = apply(&mut conn, &k, &report(Reported::Failed, "e1"), None).await;
+    let failed = apply(&mut conn, &k, &report(Reported::Failed, "e1"), None, None).await;
     assert!(matches!(failed, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Failed));
     assert_eq!(
         field(&pool, &k, "last_error").await.as_deref(),
         Some("boom")
     );
-    let late_other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None).await;
+    let late_other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None, None).await;
     assert!(
         matches!(late_other, Ok(Applied::Conflict { .. })),
         "never run twice"

@@ -28,11 +28,13 @@ async fn report(pool: &PgPool, key: &str, status: Reported, executor: &str) -> A
     let mut conn = pool.acquire().await.expect("connection");
     let report = StatusReport {
         status,
+        attempt: None,
+        retryable: None,
         run_id: None,
         executor_id: Some(executor.into()),
         error: None,
     };
-    apply(&mut conn, key, &report, None)
+    apply(&mut conn, key, &report, None, None)
         .await
         .expect("a refusal is an answer, not a database error")
 }

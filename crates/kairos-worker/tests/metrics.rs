@@ -126,7 +126,10 @@ async fn dispatcher_metrics_match_the_runs() {
         sample(&text, m::RUNS_FAILED_LAUNCH, &[("reason", "retryable")]),
         None
     );
-    assert_eq!(value(&text, m::RUNS_TIMED_OUT, &[]), 1.0);
+    assert_eq!(
+        value(&text, m::RUNS_TIMED_OUT, &[("reason", "max_run_seconds")]),
+        1.0
+    );
     let status = |status, outcome| {
         value(
             &text,
@@ -274,17 +277,28 @@ fn every_labelled_counter_is_exported_at_zero_from_the_start() {
             0.0
         );
     }
-    for status in ["STARTED", "SUCCESS", "FAILED", m::UNKNOWN_STATUS] {
+    for status in [
+        "STARTED",
+        "SUCCESS",
+        "FAILED",
+        "HEARTBEAT",
+        m::UNKNOWN_STATUS,
+    ] {
         for outcome in m::StatusOutcome::ALL {
             let labels = [("status", status), ("outcome", outcome.as_str())];
             assert_eq!(value(&text, m::STATUS_EVENTS, &labels), 0.0);
         }
     }
+    for reason in m::TimeoutReason::ALL {
+        let labels = [("reason", reason.as_str())];
+        assert_eq!(value(&text, m::RUNS_TIMED_OUT, &labels), 0.0);
+    }
     for name in [
         m::RUNS_PLANNED,
         m::RUNS_EMITTED,
         m::RUNS_QUEUED,
-        m::RUNS_TIMED_OUT,
+        m::RUN_RETRIES,
+        m::RUNS_DEAD_LETTERED,
     ] {
         assert_eq!(value(&text, name, &[]), 0.0);
     }

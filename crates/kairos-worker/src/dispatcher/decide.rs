@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kairos_core::OverlapPolicy;
+use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_store::dispatch::{Blockers, Claimed};
 
 /// What to do with one claimed run.
@@ -46,6 +46,17 @@ pub(crate) fn decide(
         .map(|run| {
             let schedule = run.schedule_id.as_str();
             let policy = run.overlap_policy;
+            if run.status == RunStatus::Retrying {
+                // Its next attempt: it is the run holding the schedule, so nothing it could
+                // overlap with can be in flight.
+                if run.exclusive && !held.contains(schedule) {
+                    return Decision::Defer;
+                }
+                launched.insert(schedule, run.idempotency_key.as_str());
+                return Decision::Launch {
+                    exclusive: run.exclusive,
+                };
+            }
             if policy == OverlapPolicy::Allow {
                 return Decision::Launch { exclusive: false };
             }
@@ -103,6 +114,9 @@ mod tests {
             run_at: at,
             fire_at: at,
             source: kairos_core::RunSource::Schedule,
+            status: RunStatus::Pending,
+            attempt: 1,
+            exclusive: false,
             workflow_id: "w".into(),
             version: 1,
             user_id: "u".into(),
@@ -152,6 +166,27 @@ mod tests {
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &older);
         assert!(matches!(&got[0], Decision::Queue { .. }));
+    }
+
+    #[test]
+    fn a_retry_launches_and_holds_its_schedule_for_the_rest_of_the_batch() {
+        let retry = Claimed {
+            status: RunStatus::Retrying,
+            attempt: 2,
+            exclusive: true,
+            ..run("a", "s", "skip")
+        };
+        let blocked = HashMap::from([(
+            "s".to_string(),
+            Blockers {
+                schedule_id: "s".into(),
+                in_flight: Some("a".into()),
+                first_queued: None,
+            },
+        )]);
+        let got = decide(&[retry, run("b", "s", "skip")], &held(&["s"]), &blocked);
+        assert_eq!(got[0], Decision::Launch { exclusive: true });
+        assert!(matches!(&got[1], Decision::Skip { .. }));
     }
 
     #[test]

@@ -81,8 +81,28 @@ impl<L: RunLauncher> Dispatcher<L> {
     }
 }
 
-/// The launch message of a claimed run (attempt 1: `Nats-Msg-Id` = key).
-fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
+/// A run as the launch message needs it (for a dead letter's copy of its last launch).
+pub(super) fn as_claimed(run: &kairos_store::runs::Run) -> Claimed {
+    Claimed {
+        idempotency_key: run.idempotency_key.clone(),
+        schedule_id: run.schedule_id.clone(),
+        run_at: run.run_at,
+        fire_at: run.fire_at,
+        source: run.source,
+        status: run.status,
+        attempt: run.attempt,
+        exclusive: false,
+        workflow_id: run.workflow_id.clone(),
+        version: run.version,
+        user_id: run.user_id.clone(),
+        overlap_policy: kairos_core::OverlapPolicy::Allow,
+        late: false,
+    }
+}
+
+/// The launch message of a claimed run's attempt (`Nats-Msg-Id`: the key for attempt 1,
+/// `key:n` after that).
+pub(super) fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
     LaunchMessage {
         idempotency_key: run.idempotency_key.clone(),
         schedule_id: run.schedule_id.clone(),
@@ -97,7 +117,7 @@ fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
             RunSource::Backfill => Source::Backfill,
             RunSource::Api => Source::Api,
         },
-        attempt: 1,
+        attempt: u32::try_from(run.attempt).unwrap_or(1),
         dag: dag.clone(),
     }
 }

@@ -65,7 +65,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     async fn decide(&self, tx: &mut Tx, runs: &[Claimed]) -> Result<Vec<Decision>> {
         let exclusive: HashSet<String> = runs
             .iter()
-            .filter(|run| run.overlap_policy != OverlapPolicy::Allow)
+            .filter(|run| run.overlap_policy != OverlapPolicy::Allow || run.exclusive)
             .map(|run| run.schedule_id.clone())
             .collect();
         let exclusive: Vec<String> = exclusive.into_iter().collect();

@@ -112,6 +112,10 @@ pub async fn insert_bulk(
                 catchup_policy: "none".parse().expect("policy"),
                 priority: 0,
                 max_run_seconds: None,
+                failure: kairos_store::schedules::FailurePolicy {
+                    max_attempts: 1,
+                    ..Default::default()
+                },
                 revision: 0,
                 created_at,
             }

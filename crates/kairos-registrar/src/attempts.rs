@@ -1,0 +1,148 @@
+//! A run's attempts as operators see and steer them: one run with the history of its
+//! attempts (`GET /runs/{key}`), one more attempt of a finished run (`POST
+//! /runs/{key}/retry`, idempotent per request id), and the dead letters (`GET
+//! /dead-letters`).
+
+use chrono::{DateTime, Utc};
+use kairos_store::attempts::{self, Attempt, DeadLetterFilter, Retried};
+use kairos_store::runs::{self, Run};
+use kairos_store::Tx;
+
+use crate::error::{Error, Result};
+use crate::schedules::check_limit;
+use crate::Registrar;
+
+/// One run with its attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunView {
+    /// The run (its attempt in progress).
+    pub run: Run,
+    /// Its finished attempts, oldest first.
+    pub history: Vec<Attempt>,
+    /// Attempts its schedule allows (1 when the schedule is gone).
+    pub max_attempts: i32,
+}
+
+/// A page of dead letters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetterPage {
+    /// Newest first.
+    pub runs: Vec<Run>,
+    /// Pass as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Filters of [`Registrar::dead_letters`], as the caller gives them.
+#[derive(Debug, Clone, Default)]
+pub struct DeadLetterQuery {
+    /// Only this schedule's.
+    pub schedule_id: Option<String>,
+    /// Only this workflow's.
+    pub workflow_id: Option<String>,
+    /// The previous page's `next_cursor`.
+    pub cursor: Option<String>,
+    /// Page size, 1 to [`crate::LIST_LIMIT_MAX`].
+    pub limit: i64,
+}
+
+impl Registrar {
+    /// The run `key` with its attempts.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::Store`].
+    pub async fn run(&self, key: &str) -> Result<RunView> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let run = runs::get(&mut *tx, key)
+            .await?
+            .ok_or_else(|| unknown(key))?;
+        let history = attempts::history(&mut *tx, key).await?;
+        let max_attempts = kairos_store::schedules::get(&mut *tx, &run.schedule_id)
+            .await?
+            .map_or(1, |schedule| schedule.failure.max_attempts);
+        tx.commit().await?;
+        Ok(RunView {
+            run,
+            history,
+            max_attempts,
+        })
+    }
+
+    /// One more attempt of the finished (`FAILED` or `TIMED_OUT`) run `key`, due now; the
+    /// same `request_id` again answers the run without a new attempt. Returns the run and
+    /// whether this call started the attempt.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad request id; [`Error::NotFound`]; [`Error::Conflict`]
+    /// when the run has not finished, succeeded, was cancelled, or another run holds its
+    /// exclusive schedule; [`Error::Store`].
+    pub async fn retry(&self, key: &str, request_id: &str) -> Result<(Run, bool)> {
+        kairos_core::validate_id("request_id", request_id)
+            .map_err(|err| Error::invalid("request_id", err.to_string()))?;
+        let mut tx = Tx::begin(&self.pool).await?;
+        let now = self.now(&mut tx).await?;
+        let retried = attempts::retry_finished(&mut tx, key, request_id, now).await?;
+        tx.commit().await?;
+        match retried {
+            Retried::Started(run) => Ok((run, true)),
+            Retried::Again(run) => Ok((run, false)),
+            Retried::NotRetryable(run) => Err(Error::Conflict {
+                detail: format!(
+                    "run {key} is {}: only a FAILED or TIMED_OUT run can be retried",
+                    run.status
+                ),
+            }),
+            Retried::Blocked { run, holder } => Err(Error::Conflict {
+                detail: format!(
+                    "run {holder} holds schedule {:?}, which allows one run at a time",
+                    run.schedule_id
+                ),
+            }),
+            Retried::NotFound => Err(unknown(key)),
+        }
+    }
+
+    /// Dead-lettered runs, newest first.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad limit or cursor; [`Error::Store`].
+    pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage> {
+        check_limit(query.limit)?;
+        let before = query.cursor.as_deref().map(parse_cursor).transpose()?;
+        let filter = DeadLetterFilter {
+            schedule_id: query.schedule_id.clone(),
+            workflow_id: query.workflow_id.clone(),
+            before,
+            limit: query.limit + 1,
+        };
+        let mut runs = attempts::dead_letters(&self.pool, &filter).await?;
+        let full = runs.len() as i64 > query.limit;
+        runs.truncate(query.limit as usize);
+        let next_cursor = full.then(|| runs.last().map(cursor_of)).flatten();
+        Ok(DeadLetterPage { runs, next_cursor })
+    }
+}
+
+/// `<microseconds since the epoch of dead_lettered_at>.<key>`.
+fn cursor_of(run: &Run) -> String {
+    let at = run.dead_lettered_at.map_or(0, |at| at.timestamp_micros());
+    format!("{at}.{}", run.idempotency_key)
+}
+
+fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, String)> {
+    let parsed = cursor.split_once('.').and_then(|(micros, key)| {
+        let at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+        Some((at, key.to_string()))
+    });
+    parsed.ok_or_else(|| {
+        Error::invalid(
+            "cursor",
+            "is not a cursor this listing gave (pass next_cursor as it came)",
+        )
+    })
+}
+
+fn unknown(key: &str) -> Error {
+    Error::NotFound {
+        what: format!("run {key:?}"),
+    }
+}

@@ -1,0 +1,256 @@
+//! A run's attempts (DESIGN.md §3): the next attempt after a timed-out one, the history of
+//! finished attempts, one more attempt on request (`POST /runs/{key}/retry`), and dead
+//! letters — their listing and the outbox the dispatcher's sweep publishes to the DLQ stream.
+//!
+//! A retry keeps the run's key: the run becomes `RETRYING` with `fire_at` = the time of its
+//! next attempt and `attempt` + 1, and the dispatcher claims it like a `PENDING` run when
+//! that time comes. Until then it holds its schedule (one in flight).
+
+use chrono::{DateTime, Utc};
+use kairos_core::RunStatus;
+use sqlx::{PgConnection, PgExecutor};
+
+use crate::runs::Run;
+use crate::Result;
+
+/// The columns a new attempt resets (the run row holds only the attempt in progress).
+const NEXT_ATTEMPT: &str = "status = 'RETRYING', attempt = r.attempt + 1, \
+    executor_id = null, run_id = null, published_at = null, stream_seq = null, \
+    started_at = null, finished_at = null, heartbeat_at = null, released_at = null, \
+    dead_lettered_at = null, dlq_published_at = null";
+
+/// After [`crate::dispatch::time_out`], in the same transaction: each run with a time gets
+/// its next attempt then; each without one is dead-lettered. Returns how many of each.
+///
+/// # Errors
+/// [`crate::Error::Database`] when a statement fails.
+pub async fn settle_timed_out(
+    tx: &mut PgConnection,
+    runs: &[(String, Option<DateTime<Utc>>)],
+    now: DateTime<Utc>,
+) -> Result<(u64, u64)> {
+    let (retry, dead): (Vec<_>, Vec<_>) = runs.iter().partition(|(_, at)| at.is_some());
+    let keys: Vec<&str> = retry.iter().map(|(key, _)| key.as_str()).collect();
+    let ats: Vec<DateTime<Utc>> = retry.iter().filter_map(|(_, at)| *at).collect();
+    let retried = sqlx::query(&format!(
+        "update schedule_runs r set {NEXT_ATTEMPT}, fire_at = v.at, updated_at = $3, \
+           reason = format('attempt %s timed out; attempt %s at %s', r.attempt, \
+             r.attempt + 1, to_char(v.at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) \
+         from unnest($1::text[], $2::timestamptz[]) as v(key, at) \
+         where r.idempotency_key = v.key and r.status = 'TIMED_OUT'"
+    ))
+    .bind(&keys)
+    .bind(&ats)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    let dead_keys: Vec<&str> = dead.iter().map(|(key, _)| key.as_str()).collect();
+    let dead_lettered = sqlx::query(
+        "update schedule_runs set dead_lettered_at = $2, updated_at = $2 \
+         where idempotency_key = any($1) and status = 'TIMED_OUT'",
+    )
+    .bind(&dead_keys)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok((retried, dead_lettered))
+}
+
+/// One finished attempt of a run.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Attempt {
+    /// 1, 2, ...
+    pub attempt: i32,
+    /// `SUCCESS`, `FAILED` or `TIMED_OUT`.
+    #[sqlx(try_from = "String")]
+    pub status: RunStatus,
+    /// What the executor reported, or why it timed out.
+    pub error: Option<String>,
+    /// The executor that ran it.
+    pub executor_id: Option<String>,
+    /// The executor's run id.
+    pub run_id: Option<String>,
+    /// When its launch message was acknowledged.
+    pub published_at: Option<DateTime<Utc>>,
+    /// When the executor reported it started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: DateTime<Utc>,
+}
+
+/// The finished attempts of a run, oldest first.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn history(db: impl PgExecutor<'_>, key: &str) -> Result<Vec<Attempt>> {
+    Ok(sqlx::query_as(
+        "select attempt, status, error, executor_id, run_id, published_at, started_at, \
+           finished_at from run_attempts where idempotency_key = $1 order by attempt",
+    )
+    .bind(key)
+    .fetch_all(db)
+    .await?)
+}
+
+/// What [`retry_finished`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Retried {
+    /// The next attempt is due now; the run as it is.
+    Started(Run),
+    /// This request id started an attempt before; the run as it is.
+    Again(Run),
+    /// The run has not finished, or it succeeded or was cancelled: nothing to retry.
+    NotRetryable(Run),
+    /// Another run of its exclusive schedule holds it.
+    Blocked {
+        /// The run.
+        run: Run,
+        /// The run holding the schedule.
+        holder: String,
+    },
+    /// No run has this key.
+    NotFound,
+}
+
+/// One more attempt of a finished (`FAILED` or `TIMED_OUT`) run, due now, unless
+/// `request_id` started one before. A dead letter stops being one.
+///
+/// # Errors
+/// [`crate::Error::Database`] when a statement fails.
+pub async fn retry_finished(
+    tx: &mut PgConnection,
+    key: &str,
+    request_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Retried> {
+    let Some(run) = lock(tx, key).await? else {
+        return Ok(Retried::NotFound);
+    };
+    let seen: Option<i32> = sqlx::query_scalar(
+        "select attempt from run_retry_requests where idempotency_key = $1 and request_id = $2",
+    )
+    .bind(key)
+    .bind(request_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if seen.is_some() {
+        return Ok(Retried::Again(run));
+    }
+    if !matches!(run.status, RunStatus::Failed | RunStatus::TimedOut) {
+        return Ok(Retried::NotRetryable(run));
+    }
+    let holder: Option<String> = sqlx::query_scalar(
+        "select b.idempotency_key from schedule_runs b \
+         join schedules s on s.schedule_id = b.schedule_id \
+         where b.schedule_id = $1 and b.idempotency_key <> $2 \
+           and s.overlap_policy in ('skip', 'queue') \
+           and b.status in ('ENQUEUED', 'STARTED', 'RETRYING') limit 1",
+    )
+    .bind(&run.schedule_id)
+    .bind(key)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(holder) = holder {
+        return Ok(Retried::Blocked { run, holder });
+    }
+    sqlx::query(&format!(
+        "update schedule_runs r set {NEXT_ATTEMPT}, fire_at = $2, updated_at = $2, \
+           reason = format('attempt %s requested', r.attempt + 1), \
+           exclusive = r.source <> 'api' and coalesce((select s.overlap_policy in \
+             ('skip', 'queue') from schedules s where s.schedule_id = r.schedule_id), false) \
+         where r.idempotency_key = $1"
+    ))
+    .bind(key)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "insert into run_retry_requests (idempotency_key, request_id, attempt, created_at) \
+         values ($1, $2, $3, $4)",
+    )
+    .bind(key)
+    .bind(request_id)
+    .bind(run.attempt + 1)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    crate::wakeups::runs_due(&mut *tx).await?;
+    let run = crate::runs::get(&mut *tx, key)
+        .await?
+        .expect("the run is locked by this transaction");
+    Ok(Retried::Started(run))
+}
+
+async fn lock(tx: &mut PgConnection, key: &str) -> Result<Option<Run>> {
+    let sql = format!(
+        "select {} from schedule_runs where idempotency_key = $1 for update",
+        crate::runs::RUN_COLUMNS
+    );
+    Ok(sqlx::query_as(&sql).bind(key).fetch_optional(tx).await?)
+}
+
+/// Filters of [`dead_letters`].
+#[derive(Debug, Clone, Default)]
+pub struct DeadLetterFilter {
+    /// Only this schedule's.
+    pub schedule_id: Option<String>,
+    /// Only this workflow's.
+    pub workflow_id: Option<String>,
+    /// Only those dead-lettered before this one (the cursor: `dead_lettered_at`, then key).
+    pub before: Option<(DateTime<Utc>, String)>,
+    /// Page size.
+    pub limit: i64,
+}
+
+/// Dead-lettered runs, newest first (keyset pagination on the partial index).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn dead_letters(db: impl PgExecutor<'_>, filter: &DeadLetterFilter) -> Result<Vec<Run>> {
+    let (before_at, before_key) = filter.before.clone().unzip();
+    let sql = format!(
+        "select {} from schedule_runs where dead_lettered_at is not null \
+           and ($1::text is null or schedule_id = $1) and ($2::text is null or workflow_id = $2) \
+           and ($3::timestamptz is null or (dead_lettered_at, idempotency_key) < ($3, $4)) \
+         order by dead_lettered_at desc, idempotency_key desc limit $5",
+        crate::runs::RUN_COLUMNS
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(&filter.schedule_id)
+        .bind(&filter.workflow_id)
+        .bind(before_at)
+        .bind(before_key)
+        .bind(filter.limit)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Locks up to `limit` dead letters not yet published to the DLQ stream (skipping those
+/// another sweep holds), oldest first.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn unsent_dead_letters(tx: &mut PgConnection, limit: i64) -> Result<Vec<Run>> {
+    let sql = format!(
+        "select {} from schedule_runs where dead_lettered_at is not null \
+           and dlq_published_at is null \
+         order by dead_lettered_at, idempotency_key limit $1 for update skip locked",
+        crate::runs::RUN_COLUMNS
+    );
+    Ok(sqlx::query_as(&sql).bind(limit).fetch_all(tx).await?)
+}
+
+/// Marks dead letters as published to the DLQ stream.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn mark_sent(tx: &mut PgConnection, keys: &[String], now: DateTime<Utc>) -> Result<()> {
+    sqlx::query("update schedule_runs set dlq_published_at = $2 where idempotency_key = any($1)")
+        .bind(keys)
+        .bind(now)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
