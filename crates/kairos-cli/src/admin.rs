@@ -31,7 +31,7 @@ pub struct RunsArgs {
     /// Base URL of a kairos API.
     #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
     url: String,
-    /// Bearer token (a reader suffices).
+    /// Bearer token (a reader suffices to list; retry needs a deployer).
     #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Print the API's JSON answer instead of a table.
@@ -49,7 +49,7 @@ enum RunsVerb {
         #[arg(long)]
         schedule: String,
         /// Only runs in this status (PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED,
-        /// TIMED_OUT, SKIPPED, CANCELLED).
+        /// TIMED_OUT, SKIPPED, CANCELLED, RETRYING).
         #[arg(long)]
         status: Option<String>,
         /// Most runs to show (1..=1000).

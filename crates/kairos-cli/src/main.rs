@@ -31,7 +31,7 @@ enum Command {
     Migrate(migrate::Args),
     /// Admin verbs on schedules, over the HTTP API.
     Schedules(admin::Args),
-    /// Admin verbs on runs (`runs list`), over the HTTP API.
+    /// Admin verbs on runs (`runs list`, `runs retry`, `runs dead-letters`), over the HTTP API.
     Runs(admin::RunsArgs),
 }
 

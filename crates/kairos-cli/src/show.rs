@@ -49,7 +49,7 @@ const RUN_COLUMNS: [(&str, &str); 7] = [
     ("RUN_AT", "run_at"),
     ("STATUS", "status"),
     ("SOURCE", "source"),
-    ("ATTEMPTS", "attempts"),
+    ("ATTEMPT", "attempt"),
     ("PUBLISHED_AT", "published_at"),
     ("KEY", "idempotency_key"),
     ("REASON", "reason"),
@@ -139,17 +139,17 @@ mod tests {
     fn runs_table_aligns_columns_and_falls_back_to_the_last_error() {
         let body = json!({"runs": [
             {"run_at": "2026-03-08T10:00:00Z", "status": "SKIPPED", "source": "schedule",
-             "attempts": 0, "published_at": null, "idempotency_key": "ab12",
+             "attempt": 1, "published_at": null, "idempotency_key": "ab12",
              "reason": "overlap skip: run cd34 is in flight", "last_error": null},
             {"run_at": "2026-03-08T09:00:00Z", "status": "FAILED", "source": "manual",
-             "attempts": 2, "published_at": null, "idempotency_key": "cd34",
+             "attempt": 2, "published_at": null, "idempotency_key": "cd34",
              "reason": null, "last_error": "dag missing"},
         ]});
         assert_eq!(
             runs_table(&body),
-            "RUN_AT                STATUS   SOURCE    ATTEMPTS  PUBLISHED_AT  KEY   REASON\n\
-             2026-03-08T10:00:00Z  SKIPPED  schedule  0         -             ab12  overlap skip: run cd34 is in flight\n\
-             2026-03-08T09:00:00Z  FAILED   manual    2         -             cd34  dag missing\n"
+            "RUN_AT                STATUS   SOURCE    ATTEMPT  PUBLISHED_AT  KEY   REASON\n\
+             2026-03-08T10:00:00Z  SKIPPED  schedule  1        -             ab12  overlap skip: run cd34 is in flight\n\
+             2026-03-08T09:00:00Z  FAILED   manual    2        -             cd34  dag missing\n"
         );
         assert_eq!(runs_table(&json!({"runs": []})), "no runs\n");
     }
