@@ -10,13 +10,19 @@ use chrono::{DateTime, Utc};
 use kairos_registrar::{dag, Problem};
 use serde_json::{Map, Value};
 
+use crate::body_timeout::BodyTimeout;
 use crate::error::ApiError;
 
-/// Parses a JSON body, mapping an over-limit body to 413.
+/// Parses a JSON body, mapping an over-limit body to 413 and a late one to 408.
 pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
-    let bytes = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(limit),
-        _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
+    let bytes = body.map_err(|rejection| {
+        if let Some(timeout) = BodyTimeout::in_chain(&rejection) {
+            return ApiError::BodyTimeout(timeout.timeout.as_millis());
+        }
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(limit),
+            _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
+        }
     })?;
     serde_json::from_slice(&bytes).map_err(|err| {
         ApiError::BadRequest(vec![Problem::new(

@@ -130,7 +130,8 @@ fn authorize_refuses_the_wrong_role_with_forbidden() {
             res,
             Err(Error::Forbidden {
                 role: Role::Reader,
-                required: Role::Deployer
+                required: Role::Deployer,
+                ..
             })
         ),
         "{res:?}"
