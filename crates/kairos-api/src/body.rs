@@ -192,6 +192,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// Longest text query parameter, in characters: the id limit.
+pub(crate) const MAX_QUERY_TEXT: usize = kairos_core::MAX_ID_LEN;
+
 /// Query parameters read by name; unknown ones are problems.
 #[derive(Debug)]
 pub(crate) struct Query {
@@ -208,9 +211,19 @@ impl Query {
         }
     }
 
-    /// A text parameter.
+    /// A text parameter of at most [`MAX_QUERY_TEXT`] characters (every text parameter is an
+    /// id, a cursor that is one, or a status name).
     pub(crate) fn text(&mut self, name: &str) -> Option<String> {
-        self.params.remove(name)
+        let text = self.params.remove(name)?;
+        let len = text.chars().count();
+        if len > MAX_QUERY_TEXT {
+            self.problems.push(Problem::new(
+                name,
+                format!("is {len} characters long; the limit is {MAX_QUERY_TEXT}"),
+            ));
+            return None;
+        }
+        Some(text)
     }
 
     /// An integer parameter.

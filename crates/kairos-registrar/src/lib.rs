@@ -21,7 +21,10 @@ mod schedules;
 mod workflows;
 
 pub use error::{Error, Problem, Result};
-pub use input::{derived_schedule_id, rfc3339, DagLimit, ScheduleInput, Settings};
+pub use input::{
+    derived_schedule_id, rfc3339, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
+    MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
+};
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
