@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
 
 /// Every metric kairos exports that the artifacts may use (histograms: the base name).
-const METRICS: [&str; 10] = [
+const METRICS: [&str; 12] = [
     "kairos_fire_drift_seconds",
     "kairos_schedules_due",
     "kairos_runs_emitted_total",
@@ -24,6 +24,8 @@ const METRICS: [&str; 10] = [
     "kairos_outbox_pending",
     "kairos_outbox_oldest_seconds",
     "kairos_build_info",
+    "kairos_run_retries_total",
+    "kairos_runs_dead_lettered_total",
 ];
 const HISTOGRAMS: [&str; 1] = ["kairos_fire_drift_seconds"];
 

@@ -31,6 +31,7 @@ async fn main() {
         registrar: Registrar::new(pool.clone(), Settings::default()),
         auth: Arc::new(auth),
         max_body_bytes: 64 << 20,
+        allowed_hosts: kairos_api::AllowedHosts::for_bind(([127, 0, 0, 1], 8080).into()),
         metrics: None,
     };
     let router = app(state);

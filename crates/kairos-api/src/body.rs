@@ -10,13 +10,19 @@ use chrono::{DateTime, Utc};
 use kairos_registrar::{dag, Problem};
 use serde_json::{Map, Value};
 
+use crate::body_timeout::BodyTimeout;
 use crate::error::ApiError;
 
-/// Parses a JSON body, mapping an over-limit body to 413.
+/// Parses a JSON body, mapping an over-limit body to 413 and a late one to 408.
 pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
-    let bytes = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(limit),
-        _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
+    let bytes = body.map_err(|rejection| {
+        if let Some(timeout) = BodyTimeout::in_chain(&rejection) {
+            return ApiError::BodyTimeout(timeout.timeout.as_millis());
+        }
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(limit),
+            _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
+        }
     })?;
     serde_json::from_slice(&bytes).map_err(|err| {
         ApiError::BadRequest(vec![Problem::new(
@@ -202,6 +208,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// Longest text query parameter, in characters: the id limit.
+pub(crate) const MAX_QUERY_TEXT: usize = kairos_core::MAX_ID_LEN;
+
 /// Query parameters read by name; unknown ones are problems.
 #[derive(Debug)]
 pub(crate) struct Query {
@@ -218,9 +227,19 @@ impl Query {
         }
     }
 
-    /// A text parameter.
+    /// A text parameter of at most [`MAX_QUERY_TEXT`] characters (every text parameter is an
+    /// id, a cursor that is one, or a status name).
     pub(crate) fn text(&mut self, name: &str) -> Option<String> {
-        self.params.remove(name)
+        let text = self.params.remove(name)?;
+        let len = text.chars().count();
+        if len > MAX_QUERY_TEXT {
+            self.problems.push(Problem::new(
+                name,
+                format!("is {len} characters long; the limit is {MAX_QUERY_TEXT}"),
+            ));
+            return None;
+        }
+        Some(text)
     }
 
     /// An integer parameter.

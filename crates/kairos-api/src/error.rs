@@ -24,6 +24,13 @@ pub enum ApiError {
     MethodNotAllowed,
     /// A dependency (PostgreSQL) does not answer.
     Unavailable(String),
+    /// The body did not arrive within `http.body_read_timeout_ms` (its value, in ms).
+    BodyTimeout(u128),
+    /// A body that is not `application/json` (the `Content-Type` received, if any).
+    UnsupportedMediaType(Option<String>),
+    /// A request refused before routing: a `Host` that is not in `http.allowed_hosts`, or a
+    /// write from another origin. The field (`Host`, `Origin`) and the rule.
+    Refused(Problem),
 }
 
 impl From<kairos_registrar::Error> for ApiError {
@@ -123,6 +130,41 @@ impl IntoResponse for ApiError {
                 "unavailable",
                 what,
                 vec![],
+            ),
+            ApiError::BodyTimeout(ms) => {
+                let mut response = problem(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "urn:kairos:problem:body-timeout",
+                    "request body timeout",
+                    format!(
+                        "the request body was not received within http.body_read_timeout_ms \
+                         ({ms} ms)"
+                    ),
+                    vec![],
+                );
+                // The rest of the body may still come; the connection cannot be reused.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return response;
+            }
+            ApiError::UnsupportedMediaType(received) => {
+                let received = received.map_or("none".to_string(), |kind| format!("{kind:?}"));
+                let rule = format!("must be application/json, not {received}");
+                (
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "urn:kairos:problem:unsupported-media-type",
+                    "unsupported media type",
+                    format!("Content-Type {rule}"),
+                    vec![Problem::new("Content-Type", rule)],
+                )
+            }
+            ApiError::Refused(refusal) => (
+                StatusCode::FORBIDDEN,
+                "urn:kairos:problem:forbidden",
+                "forbidden",
+                refusal.to_string(),
+                vec![refusal],
             ),
             ApiError::Registrar(err) => return internal(&err),
             ApiError::Auth(err) => return internal(&err),

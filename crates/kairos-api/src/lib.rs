@@ -7,11 +7,14 @@
 
 mod attempts;
 mod body;
+mod body_timeout;
 mod error;
+mod guard;
 mod health;
-mod metrics;
+pub mod metrics;
 mod runs;
 mod schedules;
+mod serve;
 mod status;
 mod wire;
 mod workflows;
@@ -30,6 +33,8 @@ use kairos_registrar::Registrar;
 use kairos_worker::intake::Intake;
 
 pub use error::ApiError;
+pub use guard::{AllowedHosts, InvalidHost};
+pub use serve::{serve, ServeLimits};
 
 /// What every handler shares. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -40,6 +45,9 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// Largest request body accepted (`http.max_body_bytes`).
     pub max_body_bytes: usize,
+    /// The `Host` values this instance answers to, and so the origins writes may come from
+    /// (`http.allowed_hosts`; see the `guard` module).
+    pub allowed_hosts: AllowedHosts,
     /// Status reports and run-launcher starts (the worker's one run intake).
     pub intake: Intake,
     /// This instance's NATS connection, for `/readyz`; `None` when it runs no role that
@@ -180,8 +188,14 @@ pub fn routes() -> Vec<Route> {
 
 /// The router: every route of [`routes`] behind its role check, the body limit, and
 /// problem+json for every refusal: 404 for unknown paths, 405 for a known path with another
-/// method, and any other plain-text 4xx/5xx (axum's extractor rejections) rewritten.
+/// method, and any other plain-text 4xx/5xx (axum's extractor rejections) rewritten. In
+/// front of routing, every request passes the `Host`, `Origin`, `Content-Length` and
+/// `Content-Type` checks of the `guard` module.
 pub fn app(state: AppState) -> Router {
+    let guard = guard::Guard {
+        hosts: state.allowed_hosts.clone(),
+        max_body_bytes: state.max_body_bytes,
+    };
     let mut router = Router::new();
     for route in routes() {
         let handler = match route.role {
@@ -202,6 +216,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .fallback(|| async { ApiError::NoRoute })
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(middleware::from_fn_with_state(guard, guard::check))
         .layer(middleware::map_response(error::problem_json_refusals))
         .with_state(state)
 }
@@ -214,6 +229,8 @@ struct Gate {
 }
 
 /// Refuses the request (401/403 problem) unless its bearer token allows the route's role.
+/// Each refusal is logged (method, path, required role, the reason and, for 403, who the
+/// caller is; never the token) and counted in [`metrics::AUTH_REFUSALS`].
 async fn require_role(State(gate): State<Gate>, request: Request, next: Next) -> Response {
     let authorization = request
         .headers()
@@ -221,6 +238,26 @@ async fn require_role(State(gate): State<Gate>, request: Request, next: Next) ->
         .map(|value| value.to_str().unwrap_or("\u{0}"));
     match gate.auth.authorize(authorization, gate.role) {
         Ok(_) => next.run(request).await,
-        Err(err) => ApiError::Auth(err).into_response(),
+        Err(err) => {
+            log_refusal(&request, gate.role, &err);
+            ApiError::Auth(err).into_response()
+        }
+    }
+}
+
+fn log_refusal(request: &Request, required: Role, err: &kairos_auth::Error) {
+    let (method, path) = (request.method(), request.uri().path());
+    match err {
+        kairos_auth::Error::Forbidden { principal, .. } => {
+            metrics::auth_refused(true);
+            tracing::warn!(%method, path, %required, caller = %principal, reason = %err,
+                "request refused: forbidden");
+        }
+        _ if err.is_unauthenticated() => {
+            metrics::auth_refused(false);
+            tracing::warn!(%method, path, %required, reason = %err,
+                "request refused: unauthenticated");
+        }
+        _ => {}
     }
 }

@@ -1,5 +1,7 @@
 //! `GET /metrics`: the Prometheus text rendering of the recorder this process installed
-//! (issue 5; built by `kairos_worker::metrics::recorder`, which also names every metric).
+//! (issue 5; built by `kairos_worker::metrics::recorder`, whose catalog names the worker's
+//! metrics), and the HTTP layer's own counters (issue 10: auth refusals, connections
+//! refused at the limit).
 
 use axum::extract::State;
 use axum::http::header;
@@ -20,4 +22,43 @@ pub(crate) async fn render(State(state): State<AppState>) -> Result<Response, Ap
         ));
     };
     Ok(([(header::CONTENT_TYPE, TEXT_FORMAT)], handle.render()).into_response())
+}
+
+/// Counter: requests refused for their credentials, by `outcome`: `unauthenticated` (401:
+/// no, malformed or unknown token, or an invalid JWT) or `forbidden` (403: the caller's role
+/// may not call the route).
+pub const AUTH_REFUSALS: &str = "kairos_http_auth_refusals_total";
+
+/// Counter: connections closed as soon as accepted because `http.max_connections` were open.
+pub const CONNECTIONS_REFUSED: &str = "kairos_http_connections_refused_total";
+
+/// The `outcome` labels of [`AUTH_REFUSALS`].
+const AUTH_OUTCOMES: [&str; 2] = ["unauthenticated", "forbidden"];
+
+/// Registers the HTTP metrics' help text with the current recorder and exports them at 0
+/// (call once after installing it, like `kairos_worker::metrics::describe`).
+pub fn describe() {
+    metrics::describe_counter!(
+        AUTH_REFUSALS,
+        "Requests refused for their credentials (401 unauthenticated, 403 forbidden)"
+    );
+    metrics::describe_counter!(
+        CONNECTIONS_REFUSED,
+        "Connections closed at accept because http.max_connections were open"
+    );
+    for outcome in AUTH_OUTCOMES {
+        metrics::counter!(AUTH_REFUSALS, "outcome" => outcome).increment(0);
+    }
+    metrics::counter!(CONNECTIONS_REFUSED).increment(0);
+}
+
+/// One request refused 401 (`unauthenticated`) or 403 (`forbidden`).
+pub(crate) fn auth_refused(forbidden: bool) {
+    let outcome = AUTH_OUTCOMES[usize::from(forbidden)];
+    metrics::counter!(AUTH_REFUSALS, "outcome" => outcome).increment(1);
+}
+
+/// One connection closed at accept.
+pub(crate) fn connection_refused() {
+    metrics::counter!(CONNECTIONS_REFUSED).increment(1);
 }

@@ -90,6 +90,19 @@ async fn bad_upserts_are_refused_by_field_and_store_nothing() {
         (with("schedule_id", json!("has space")), "schedule_id"),
         (with("schedule_id", json!("x".repeat(201))), "schedule_id"),
         (with("schedule_id", json!("run-launcher")), "schedule_id"),
+        (with("schedule_id", json!("upsert")), "schedule_id"),
+        (with("schedule_id", json!("pause")), "schedule_id"),
+        (with("schedule_id", json!("preview")), "schedule_id"),
+        (with("cron_expr", json!("0".repeat(1001))), "cron_expr"),
+        (with("timezone", json!("A".repeat(65))), "timezone"),
+        (
+            with("overlap_policy", json!("s".repeat(33))),
+            "overlap_policy",
+        ),
+        (
+            with("catchup_policy", json!("n".repeat(33))),
+            "catchup_policy",
+        ),
         (with("workflow_id", json!("a.b")), "workflow_id"),
         (with("user_id", Value::Null), "user_id"),
         (with("cron_expr", Value::Null), "cron_expr"),
@@ -489,4 +502,87 @@ async fn refusals_from_routing_and_path_parsing_are_problem_json() {
         }
     }
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn free_text_over_its_bound_is_refused_by_name_and_not_echoed() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = strict(pool.clone());
+    let long = "1".repeat(10_000);
+    let cases = [
+        (
+            "/schedules/upsert",
+            with("cron_expr", json!(long)),
+            "cron_expr",
+            "1000",
+        ),
+        (
+            "/schedules/upsert",
+            with("timezone", json!(long)),
+            "timezone",
+            "64",
+        ),
+        (
+            "/schedules/upsert",
+            with("overlap_policy", json!(long)),
+            "overlap_policy",
+            "32",
+        ),
+        (
+            "/schedules/preview",
+            json!({"cron_expr": long, "timezone": "UTC"}),
+            "cron_expr",
+            "1000",
+        ),
+        (
+            "/schedules/preview",
+            json!({"cron_expr": "0 7 * * *", "timezone": long}),
+            "timezone",
+            "64",
+        ),
+    ];
+    for (uri, body, field, limit) in cases {
+        let (status, _, answer) = call(&api, Method::POST, uri, Some(DEPLOYER), Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri} {field}");
+        let problems: Vec<&Value> = answer["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .collect();
+        assert_eq!(problems.len(), 1, "one problem for {field}: {answer}");
+        assert_eq!(problems[0]["field"], json!(field));
+        let rule = problems[0]["rule"].as_str().expect("rule");
+        assert!(rule.contains(&format!("the limit is {limit}")), "{rule}");
+        assert!(
+            answer.to_string().len() < 1000,
+            "{field} echoed: {} bytes",
+            answer.to_string().len()
+        );
+    }
+    let uri = format!("/schedules?workflow_id={}", "w".repeat(201));
+    let (status, _, answer) = call(&api, Method::GET, &uri, Some(READER), None).await;
+    assert_eq!(
+        (status, answer["errors"][0]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("workflow_id"))
+    );
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}
+
+#[test]
+fn every_fixed_path_under_schedules_is_a_reserved_schedule_id() {
+    for route in kairos_api::routes() {
+        let Some(rest) = route.path.strip_prefix("/schedules/") else {
+            continue;
+        };
+        let first = rest.split('/').next().expect("segment");
+        if !first.starts_with('{') {
+            assert!(
+                kairos_registrar::RESERVED_SCHEDULE_IDS.contains(&first),
+                "{} {}: schedule id {first:?} is not reserved",
+                route.method,
+                route.path
+            );
+        }
+    }
 }

@@ -52,6 +52,7 @@ async fn api(pool: PgPool, nats: &NatsServer, metrics: PrometheusHandle) -> Rout
         registrar: Registrar::new(pool.clone(), Settings::default()),
         auth: Arc::new(Authenticator::from_config(&auth).expect("auth")),
         max_body_bytes: common::MAX_BODY,
+        allowed_hosts: common::allowed_hosts(),
         metrics: Some(metrics),
     })
 }

@@ -133,7 +133,11 @@ impl Authenticator {
     pub fn authorize(&self, authorization: Option<&str>, required: Role) -> Result<Principal> {
         let principal = self.authenticate(authorization)?;
         match principal.role {
-            Some(role) if !role.allows(required) => Err(Error::Forbidden { role, required }),
+            Some(role) if !role.allows(required) => Err(Error::Forbidden {
+                principal: principal.name,
+                role,
+                required,
+            }),
             _ => Ok(principal),
         }
     }

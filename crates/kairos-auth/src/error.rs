@@ -30,6 +30,9 @@ pub enum Error {
     /// The caller is authenticated but their role may not call this route.
     #[error("role {role} may not do what requires role {required}")]
     Forbidden {
+        /// Who the caller is ([`crate::Principal::name`]: a token's name or a JWT's `sub`,
+        /// never the token), for the refusal log; not part of the message.
+        principal: String,
         /// The caller's role.
         role: Role,
         /// The role the route requires.

@@ -130,7 +130,8 @@ fn authorize_refuses_the_wrong_role_with_forbidden() {
             res,
             Err(Error::Forbidden {
                 role: Role::Reader,
-                required: Role::Deployer
+                required: Role::Deployer,
+                ..
             })
         ),
         "{res:?}"
@@ -317,6 +318,44 @@ fn rs256_public_key_is_not_accepted_as_an_hs256_secret() {
         rejection(auth.authenticate(Some(&bearer(&forged)))),
         JwtRejection::Algorithm
     );
+}
+
+/// base64url without padding, for hand-made tokens.
+fn b64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[test]
+fn alg_none_and_unsigned_tokens_are_refused() {
+    let auth = jwt_authenticator();
+    let body = b64(claims("deployer").to_string().as_bytes());
+    for alg in ["none", "None", "NONE"] {
+        let header = b64(format!(r#"{{"alg":"{alg}","typ":"JWT"}}"#).as_bytes());
+        for token in [format!("{header}.{body}."), format!("{header}.{body}")] {
+            let res = auth.authorize(Some(&bearer(&token)), Role::Reader);
+            assert!(
+                matches!(res, Err(Error::InvalidJwt { .. })),
+                "alg {alg}: {res:?}"
+            );
+        }
+    }
+    // A real HS256 or RS256 header with the signature cut off.
+    for signed in [hs256(&claims("deployer")), rs256(&claims("deployer"))] {
+        let unsigned = format!("{}.", signed.rsplit_once('.').expect("three parts").0);
+        let res = auth.authorize(Some(&bearer(&unsigned)), Role::Reader);
+        assert!(matches!(res, Err(Error::InvalidJwt { .. })), "{res:?}");
+    }
 }
 
 #[test]

@@ -56,6 +56,29 @@ enum RunsVerb {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
+    /// Start one more attempt of a FAILED or TIMED_OUT run, due now (deployer token).
+    Retry {
+        /// The run's idempotency key.
+        key: String,
+        /// Makes the request idempotent: the same id again starts no second attempt.
+        #[arg(long)]
+        request_id: Option<String>,
+    },
+    /// Runs whose last attempt failed, newest first (`GET /dead-letters`).
+    DeadLetters {
+        /// Only this schedule's.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Only this workflow's.
+        #[arg(long)]
+        workflow: Option<String>,
+        /// The next_cursor of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Page size (1..=1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -122,23 +145,56 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
 pub fn run_runs(args: &RunsArgs) -> anyhow::Result<()> {
-    let RunsVerb::List {
-        schedule,
-        status,
-        limit,
-    } = &args.verb;
-    let mut query = vec![("limit", limit.to_string())];
-    query.extend(status.clone().map(|status| ("status", status)));
-    let path = format!("/schedules/{}/runs", segment(schedule));
-    let request = (Method::GET, path, query, None);
+    let request = runs_request(&args.verb);
     let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
-    let body = answer.context("the API answered no runs body")?;
+    let body = answer.context("the API answered no body")?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
-    } else {
+    } else if body.get("runs").is_some() {
         print!("{}", crate::show::runs_table(&body));
+        if let Some(cursor) = body["next_cursor"].as_str() {
+            println!("next_cursor: {cursor}");
+        }
+    } else {
+        let one = serde_json::json!({ "runs": [body] });
+        print!("{}", crate::show::runs_table(&one));
     }
     Ok(())
+}
+
+fn runs_request(verb: &RunsVerb) -> Request {
+    match verb {
+        RunsVerb::List {
+            schedule,
+            status,
+            limit,
+        } => {
+            let mut query = vec![("limit", limit.to_string())];
+            query.extend(status.clone().map(|status| ("status", status)));
+            let path = format!("/schedules/{}/runs", segment(schedule));
+            (Method::GET, path, query, None)
+        }
+        RunsVerb::Retry { key, request_id } => {
+            let body = match request_id {
+                Some(id) => serde_json::json!({ "request_id": id }),
+                None => serde_json::json!({}),
+            };
+            let path = format!("/runs/{}/retry", segment(key));
+            (Method::POST, path, Vec::new(), Some(body))
+        }
+        RunsVerb::DeadLetters {
+            schedule,
+            workflow,
+            cursor,
+            limit,
+        } => {
+            let mut query = vec![("limit", limit.to_string())];
+            query.extend(schedule.clone().map(|id| ("schedule_id", id)));
+            query.extend(workflow.clone().map(|id| ("workflow_id", id)));
+            query.extend(cursor.clone().map(|cursor| ("cursor", cursor)));
+            (Method::GET, "/dead-letters".to_string(), query, None)
+        }
+    }
 }
 
 fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {

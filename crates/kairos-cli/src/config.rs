@@ -115,6 +115,40 @@ pub struct HttpConfig {
     pub bind: SocketAddr,
     /// Largest accepted request body in bytes.
     pub max_body_bytes: usize,
+    /// Longest wait for a request's line and headers, ms; also how long a connection may
+    /// sit idle (before its first request or between two) before it is closed.
+    pub header_read_timeout_ms: u64,
+    /// Longest time to receive a request body once its headers are in, ms (then 408).
+    pub body_read_timeout_ms: u64,
+    /// Most connections open at once; more are closed as soon as they are accepted. Keep it
+    /// well below the process's open-file limit (`ulimit -n`).
+    pub max_connections: usize,
+    /// The `Host` values (`host` or `host:port`) the API answers to and writes may come
+    /// from; absent: the bind address, `localhost:<port>` and `127.0.0.1:<port>` (every
+    /// host for a bind on `0.0.0.0` or `::`).
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+impl HttpConfig {
+    /// The `Host` values of [`HttpConfig::allowed_hosts`], or the bind address's defaults.
+    ///
+    /// # Errors
+    /// An entry that is not `host` or `host:port`.
+    pub fn hosts(&self) -> Result<kairos_api::AllowedHosts, kairos_api::InvalidHost> {
+        match &self.allowed_hosts {
+            Some(hosts) => kairos_api::AllowedHosts::list(hosts),
+            None => Ok(kairos_api::AllowedHosts::for_bind(self.bind)),
+        }
+    }
+
+    /// The accept loop's limits.
+    pub fn limits(&self) -> kairos_api::ServeLimits {
+        kairos_api::ServeLimits {
+            header_read_timeout: std::time::Duration::from_millis(self.header_read_timeout_ms),
+            body_read_timeout: std::time::Duration::from_millis(self.body_read_timeout_ms),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 /// `[scheduler]`: planner and dispatcher timing and defaults (seed 001 §11 plus DESIGN.md §4).
@@ -444,7 +478,29 @@ impl Config {
     }
 
     fn validate_http_and_auth(&self) -> Result<(), Box<figment::Error>> {
-        positive("http.max_body_bytes", self.http.max_body_bytes as u64)?;
+        let http = &self.http;
+        positive("http.max_body_bytes", http.max_body_bytes as u64)?;
+        positive("http.header_read_timeout_ms", http.header_read_timeout_ms)?;
+        positive("http.body_read_timeout_ms", http.body_read_timeout_ms)?;
+        positive("http.max_connections", http.max_connections as u64)?;
+        if http.allowed_hosts.as_ref().is_some_and(Vec::is_empty) {
+            return Err(invalid(
+                "http.allowed_hosts",
+                "must list at least one host (remove it for the defaults)",
+            ));
+        }
+        if let Err(error) = http.hosts() {
+            let index = http
+                .allowed_hosts
+                .iter()
+                .flatten()
+                .position(|entry| *entry == error.entry)
+                .unwrap_or(0);
+            return Err(invalid(
+                &format!("http.allowed_hosts.{index}"),
+                "must be host or host:port",
+            ));
+        }
         // The auth crate's errors already name their key (`auth.tokens[1].sha256 ...`).
         self.auth.validate().map_err(|error| invalid_auth(&error))?;
         kairos_auth::check_bind(self.auth.mode, self.http.bind)

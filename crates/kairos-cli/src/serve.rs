@@ -251,6 +251,7 @@ async fn serve_api(
         registrar: Registrar::new(api.pool, settings(config, api.dag_limit)?),
         auth: Arc::new(api.auth),
         max_body_bytes: config.http.max_body_bytes,
+        allowed_hosts: config.http.hosts()?,
         intake: api.intake,
         nats: api.nats,
         metrics: Some(api.metrics),
@@ -259,10 +260,16 @@ async fn serve_api(
         .await
         .with_context(|| format!("bind http.bind = {}", config.http.bind))?;
     tracing::info!(bind = %config.http.bind, auth = %config.auth.mode, "api listening");
-    axum::serve(listener, kairos_api::app(state))
-        .with_graceful_shutdown(stopped)
-        .await
-        .context("serve http")?;
+    // Our own accept loop rather than `axum::serve`, which has no header or body timeout
+    // and no connection limit (issue 10).
+    kairos_api::serve(
+        listener,
+        kairos_api::app(state),
+        config.http.limits(),
+        stopped,
+    )
+    .await
+    .context("serve http")?;
     tracing::info!("api stopped");
     Ok(())
 }
@@ -307,6 +314,7 @@ fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     kairos_worker::metrics::describe();
     kairos_worker::metrics::zero();
     kairos_worker::metrics::build_info(env!("CARGO_PKG_VERSION"));
+    kairos_api::metrics::describe();
     Ok(handle)
 }
 

@@ -1,4 +1,4 @@
-//! `kairos schedules get` and `kairos runs list` against a real `kairos serve` (api and
+//! `kairos schedules get`, `kairos runs list|dead-letters|retry` against a real `kairos serve` (api and
 //! retention roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
@@ -67,7 +67,17 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     assert_eq!(lines.len(), 2, "{runs}");
     assert!(lines[0].starts_with("RUN_AT"), "{runs}");
     let cells: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!((cells[1], cells[2], cells[3]), ("PENDING", "manual", "0"));
+    assert_eq!((cells[1], cells[2], cells[3]), ("PENDING", "manual", "1"));
+    let key = cells[5];
+    let dead = stdout(&kairos(port, &["runs", "dead-letters", "--schedule", "s1"]));
+    assert_eq!(dead, "no runs\n");
+    let retry = kairos(port, &["runs", "retry", key, "--request-id", "r1"]);
+    assert!(!retry.status.success(), "a PENDING run cannot be retried");
+    assert!(
+        String::from_utf8_lossy(&retry.stderr).contains("FAILED or TIMED_OUT"),
+        "{}",
+        String::from_utf8_lossy(&retry.stderr)
+    );
     let none = stdout(&kairos(
         port,
         &["runs", "list", "--schedule", "s1", "--status", "SUCCESS"],

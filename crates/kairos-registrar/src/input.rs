@@ -104,6 +104,35 @@ impl Default for DagLimit {
     }
 }
 
+/// Schedule ids that are the registrar's verbs under `/schedules/` in the HTTP API
+/// (`POST /schedules/upsert`, `/pause`, `/preview`): a schedule so named would collide with
+/// those routes (`DELETE /schedules/preview` is a 405, not a delete).
+pub const RESERVED_SCHEDULE_IDS: [&str; 3] = ["upsert", "pause", "preview"];
+
+/// Longest `cron_expr`, in characters. The longest useful expression (every value of every
+/// field listed) is about 550; the bound keeps stored rows and list pages small.
+pub const MAX_CRON_EXPR_LEN: usize = 1000;
+
+/// Longest `timezone`, in characters (IANA names are at most 32).
+pub const MAX_TIMEZONE_LEN: usize = 64;
+
+/// Longest `overlap_policy` or `catchup_policy`, in characters (the names are at most 16).
+pub const MAX_POLICY_LEN: usize = 32;
+
+/// Pushes a problem and answers false when `value` is longer than `max` characters, so the
+/// value is neither parsed nor echoed in an error.
+pub(crate) fn within(problems: &mut Vec<Problem>, field: &str, value: &str, max: usize) -> bool {
+    let len = value.chars().count();
+    if len > max {
+        problems.push(Problem::new(
+            field,
+            format!("is {len} characters long; the limit is {max}"),
+        ));
+        return false;
+    }
+    true
+}
+
 /// The body of an upsert (seed 001 §4 plus `priority`, `max_run_seconds`, failure handling
 /// and `revision`). Numbers are `i64` so that out-of-range values reach the range checks and
 /// get named.
@@ -218,13 +247,40 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
                 ),
             ));
         }
+        if RESERVED_SCHEDULE_IDS.contains(&schedule_id.as_str()) {
+            problems.push(Problem::new(
+                "schedule_id",
+                format!(
+                    "{schedule_id:?} is reserved: it names a route under /schedules/ \
+                     (reserved: {})",
+                    RESERVED_SCHEDULE_IDS.join(", ")
+                ),
+            ));
+        }
     }
-    let spec = Spec::parse(&input.cron_expr)
-        .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
-        .ok();
-    let zone = check_zone(&input.timezone, settings)
-        .map_err(|p| problems.push(p))
-        .ok();
+    let spec = within(
+        &mut problems,
+        "cron_expr",
+        &input.cron_expr,
+        MAX_CRON_EXPR_LEN,
+    )
+    .then(|| Spec::parse(&input.cron_expr))
+    .and_then(|parsed| {
+        parsed
+            .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
+            .ok()
+    });
+    let zone = within(&mut problems, "timezone", &input.timezone, MAX_TIMEZONE_LEN)
+        .then(|| check_zone(&input.timezone, settings))
+        .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
+    for (field, value) in [
+        ("overlap_policy", &input.overlap_policy),
+        ("catchup_policy", &input.catchup_policy),
+    ] {
+        if let Some(value) = value {
+            within(&mut problems, field, value, MAX_POLICY_LEN);
+        }
+    }
     if let (Some(start), Some(end)) = (input.start_at, input.end_at) {
         if end < start {
             problems.push(Problem::new(
@@ -262,8 +318,14 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         i32::MAX.into(),
     );
     let failure = failure_policy(&mut problems, input);
-    let overlap: Option<OverlapPolicy> = policy(&mut problems, input.overlap_policy.as_deref());
-    let catchup: Option<CatchupPolicy> = policy(&mut problems, input.catchup_policy.as_deref());
+    // A name over the bound was refused above and is not echoed again.
+    fn short(value: &Option<String>) -> Option<&str> {
+        value
+            .as_deref()
+            .filter(|name| name.chars().count() <= MAX_POLICY_LEN)
+    }
+    let overlap: Option<OverlapPolicy> = policy(&mut problems, short(&input.overlap_policy));
+    let catchup: Option<CatchupPolicy> = policy(&mut problems, short(&input.catchup_policy));
     if let Some(revision) = input.revision {
         if revision < 1 {
             problems.push(Problem::new("revision", "must be 1 or more"));

@@ -23,7 +23,10 @@ mod workflows;
 
 pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
 pub use error::{Error, Problem, Result};
-pub use input::{derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings};
+pub use input::{
+    derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings,
+    MAX_CRON_EXPR_LEN, MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
+};
 pub use kairos_store::attempts::Attempt;
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;

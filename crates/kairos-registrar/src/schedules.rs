@@ -261,12 +261,26 @@ impl Registrar {
     /// [`Error::Invalid`] naming every bad field.
     pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
         let mut problems = Vec::new();
-        let spec = Spec::parse(&input.cron_expr)
-            .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
-            .ok();
-        let zone = check_zone(&input.timezone, &self.settings)
-            .map_err(|p| problems.push(p))
-            .ok();
+        let spec = input::within(
+            &mut problems,
+            "cron_expr",
+            &input.cron_expr,
+            input::MAX_CRON_EXPR_LEN,
+        )
+        .then(|| Spec::parse(&input.cron_expr))
+        .and_then(|parsed| {
+            parsed
+                .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
+                .ok()
+        });
+        let zone = input::within(
+            &mut problems,
+            "timezone",
+            &input.timezone,
+            input::MAX_TIMEZONE_LEN,
+        )
+        .then(|| check_zone(&input.timezone, &self.settings))
+        .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
         let count = input.count.unwrap_or(5);
         if !(1..=PREVIEW_MAX).contains(&count) {
             problems.push(Problem::new(

@@ -46,24 +46,34 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
     // newest run, read from `schedule_runs_schedule` (at most keep_last index entries). A
     // schedule with fewer runs has no boundary (NULL), so nothing of it is deleted. Ties on
     // run_at with the boundary are kept (strict <), which can only keep more.
-    let done = sqlx::query(
-        "delete from schedule_runs d where d.idempotency_key in ( \
-           select r.idempotency_key from schedule_runs r \
-           where r.status = any($4) and r.run_at < $1 and r.updated_at < $1 \
-             and ($2 = 0 or r.run_at < ( \
-               select k.run_at from schedule_runs k where k.schedule_id = r.schedule_id \
-               order by k.run_at desc offset greatest($2 - 1, 0) limit 1)) \
-           limit $3 \
-           for update of r skip locked \
-         ) and d.status = any($4)",
+    // A deleted run's attempts and retry requests go with it, in the same statement.
+    let deleted: i64 = sqlx::query_scalar(
+        "with gone as ( \
+           delete from schedule_runs d where d.idempotency_key in ( \
+             select r.idempotency_key from schedule_runs r \
+             where r.status = any($4) and r.run_at < $1 and r.updated_at < $1 \
+               and ($2 = 0 or r.run_at < ( \
+                 select k.run_at from schedule_runs k where k.schedule_id = r.schedule_id \
+                 order by k.run_at desc offset greatest($2 - 1, 0) limit 1)) \
+             limit $3 \
+             for update of r skip locked \
+           ) and d.status = any($4) \
+           returning d.idempotency_key \
+         ), attempts as ( \
+           delete from run_attempts a using gone where a.idempotency_key = gone.idempotency_key \
+         ), requests as ( \
+           delete from run_retry_requests q using gone \
+           where q.idempotency_key = gone.idempotency_key \
+         ) \
+         select count(*) from gone",
     )
     .bind(rule.older_than)
     .bind(i64::from(rule.keep_last))
     .bind(i64::from(rule.limit))
     .bind(terminal_names())
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(done.rows_affected())
+    Ok(u64::try_from(deleted).unwrap_or(0))
 }
 
 /// The names of the statuses a run never leaves (except `CANCELLED`, which a resume may

@@ -41,6 +41,11 @@ fn token(name: &str, role: Role, secret: &str) -> StaticToken {
     }
 }
 
+/// The hosts the test routers answer to: those of a listener on 127.0.0.1:8080.
+pub fn allowed_hosts() -> kairos_api::AllowedHosts {
+    kairos_api::AllowedHosts::for_bind(([127, 0, 0, 1], 8080).into())
+}
+
 /// The router with static-token auth, "now" pinned to `now`, and `settings` adjustments.
 pub fn router_with(pool: PgPool, settings: Settings) -> Router {
     let auth = AuthConfig {
@@ -59,6 +64,7 @@ pub fn router_with(pool: PgPool, settings: Settings) -> Router {
         registrar: Registrar::new(pool, settings),
         auth: Arc::new(auth),
         max_body_bytes: MAX_BODY,
+        allowed_hosts: allowed_hosts(),
         metrics: None,
     })
 }

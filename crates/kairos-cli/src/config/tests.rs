@@ -360,3 +360,59 @@ fn bad_token_role_in_the_file_is_an_error() {
         assert!(load_file(jail, toml).is_err());
     });
 }
+
+#[test]
+fn http_limits_default_to_a_complete_request_within_30_s() {
+    jailed(|_| {
+        let config = load(None).expect("load");
+        let limits = config.http.limits();
+        assert_eq!(
+            limits.header_read_timeout + limits.body_read_timeout,
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(limits.max_connections, 4096);
+        assert_eq!(config.http.allowed_hosts, None);
+        config.http.hosts().expect("default hosts");
+    });
+}
+
+#[test]
+fn http_limits_and_hosts_are_configurable_and_checked() {
+    jailed(|jail| {
+        let config = load_file(
+            jail,
+            r#"
+            [http]
+            header_read_timeout_ms = 1000
+            body_read_timeout_ms = 1500
+            max_connections = 10
+            allowed_hosts = ["kairos.internal:8080", "localhost"]
+            "#,
+        )
+        .expect("load");
+        assert_eq!(
+            config.http.limits().body_read_timeout,
+            std::time::Duration::from_millis(1500)
+        );
+        assert_eq!(config.http.allowed_hosts.as_ref().map(Vec::len), Some(2));
+        for (toml, key) in [
+            (
+                "[http]\nheader_read_timeout_ms = 0\n",
+                "http.header_read_timeout_ms",
+            ),
+            (
+                "[http]\nbody_read_timeout_ms = 0\n",
+                "http.body_read_timeout_ms",
+            ),
+            ("[http]\nmax_connections = 0\n", "http.max_connections"),
+            ("[http]\nallowed_hosts = []\n", "http.allowed_hosts"),
+            (
+                "[http]\nallowed_hosts = [\"localhost\", \"a b:80\"]\n",
+                "http.allowed_hosts.1",
+            ),
+        ] {
+            let error = load_file(jail, toml).expect_err(toml);
+            assert_eq!(rule_key(&error), key, "{toml}");
+        }
+    });
+}
