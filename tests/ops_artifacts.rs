@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
 
 /// Every metric kairos exports that the artifacts may use (histograms: the base name).
-const METRICS: [&str; 12] = [
+const METRICS: [&str; 13] = [
     "kairos_fire_drift_seconds",
     "kairos_schedules_due",
     "kairos_runs_emitted_total",
@@ -26,6 +26,7 @@ const METRICS: [&str; 12] = [
     "kairos_build_info",
     "kairos_run_retries_total",
     "kairos_runs_dead_lettered_total",
+    "kairos_runs_republished_total",
 ];
 const HISTOGRAMS: [&str; 1] = ["kairos_fire_drift_seconds"];
 

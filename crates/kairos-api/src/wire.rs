@@ -55,6 +55,7 @@ pub(crate) struct ScheduleBody {
     pub retry_intervals_s: Option<Vec<i32>>,
     pub retry_backoff: Option<BackoffBody>,
     pub heartbeat_timeout_s: Option<i32>,
+    pub start_timeout_s: Option<i32>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -97,6 +98,7 @@ impl ScheduleBody {
             },
             retry_intervals_s: s.failure.retry_intervals_s,
             heartbeat_timeout_s: s.failure.heartbeat_timeout_s,
+            start_timeout_s: s.failure.start_timeout_s,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -280,6 +282,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         retry_intervals_s: intervals(fields),
         retry_backoff: backoff(fields),
         heartbeat_timeout_s: fields.integer("heartbeat_timeout_s", false),
+        start_timeout_s: fields.integer("start_timeout_s", false),
         revision: fields.integer("revision", false),
     }
 }

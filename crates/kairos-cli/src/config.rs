@@ -179,6 +179,11 @@ pub struct SchedulerConfig {
     pub launch_deadline_s: u64,
     /// Most missed ticks caught up per schedule after an outage.
     pub max_catchup: u32,
+    /// An ENQUEUED run no executor STARTED within this many seconds is re-published (its
+    /// message may have been lost); 0: never, unless a schedule sets its own.
+    pub start_timeout_s: u64,
+    /// Re-publishes of one attempt before it fails as never started.
+    pub max_republish: u32,
 }
 
 /// `[registrar]`: input rules beyond the built-in ones.

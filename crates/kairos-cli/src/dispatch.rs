@@ -35,11 +35,14 @@ pub fn nats_config(config: &Config) -> NatsConfig {
 /// The dispatcher's knobs from `[scheduler]`.
 fn dispatcher_config(config: &Config) -> DispatcherConfig {
     let scheduler = &config.scheduler;
-    DispatcherConfig::new(
+    let mut dispatcher = DispatcherConfig::new(
         i64::from(scheduler.batch_size),
         Duration::from_millis(scheduler.tick_ms),
         Duration::from_secs(scheduler.launch_deadline_s),
-    )
+    );
+    dispatcher.start_timeout = Duration::from_secs(scheduler.start_timeout_s);
+    dispatcher.max_republish = scheduler.max_republish;
+    dispatcher
 }
 
 /// Resolves with the launcher once `link` is connected, or with `None` when `stopped`

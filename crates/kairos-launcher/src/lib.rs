@@ -44,4 +44,16 @@ pub trait RunLauncher: Send + Sync {
         &self,
         batch: &[DeadLetter],
     ) -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
+
+    /// Publishes launch messages again, each under the given `Nats-Msg-Id` (a run whose
+    /// message may have been lost: the same id de-duplicates a message that is only slow,
+    /// a new one delivers again), one outcome each.
+    fn redeliver(
+        &self,
+        batch: &[(LaunchMessage, String)],
+    ) -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
+
+    /// Whether the launch stream still holds the message at `sequence` (a `duplicate`
+    /// acknowledgement names the sequence of the first copy, which may be gone).
+    fn is_stored(&self, sequence: u64) -> impl Future<Output = Result<bool>> + Send;
 }

@@ -16,6 +16,7 @@ pub struct InMemoryLauncher {
 #[derive(Debug, Default)]
 struct State {
     messages: Vec<LaunchMessage>,
+    lost: Vec<bool>,
     dead_letters: Vec<DeadLetter>,
     ids: HashMap<String, u64>,
     down: bool,
@@ -40,9 +41,24 @@ impl InMemoryLauncher {
         self.lock().dead_letters.clone()
     }
 
-    /// The messages stored, in stream order.
+    /// Loses the message at `sequence` (a broker that dropped an acknowledged message); its
+    /// id stays remembered, as a stream's de-duplication window would.
+    pub fn lose(&self, sequence: u64) {
+        if let Some(slot) = self.lock().lost.get_mut(sequence as usize - 1) {
+            *slot = true;
+        }
+    }
+
+    /// The messages stored (not lost), in stream order.
     pub fn messages(&self) -> Vec<LaunchMessage> {
-        self.lock().messages.clone()
+        let state = self.lock();
+        state
+            .messages
+            .iter()
+            .zip(&state.lost)
+            .filter(|(_, lost)| !**lost)
+            .map(|(message, _)| message.clone())
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -53,6 +69,10 @@ impl InMemoryLauncher {
     }
 
     fn publish(&self, message: &LaunchMessage) -> Result<Enqueued> {
+        self.publish_as(message, message.msg_id())
+    }
+
+    fn publish_as(&self, message: &LaunchMessage, msg_id: String) -> Result<Enqueued> {
         let size = message.encode().len();
         if size > self.max_message_bytes {
             return Err(Error::TooLarge { size });
@@ -63,15 +83,16 @@ impl InMemoryLauncher {
                 reason: "in-memory queue is down".into(),
             });
         }
-        if let Some(sequence) = state.ids.get(&message.msg_id()) {
+        if let Some(sequence) = state.ids.get(&msg_id) {
             return Ok(Enqueued {
                 stream_sequence: *sequence,
                 duplicate: true,
             });
         }
         state.messages.push(message.clone());
+        state.lost.push(false);
         let sequence = state.messages.len() as u64;
-        state.ids.insert(message.msg_id(), sequence);
+        state.ids.insert(msg_id, sequence);
         Ok(Enqueued {
             stream_sequence: sequence,
             duplicate: false,
@@ -82,6 +103,19 @@ impl InMemoryLauncher {
 impl RunLauncher for InMemoryLauncher {
     async fn launch(&self, batch: &[LaunchMessage]) -> Vec<Result<Enqueued>> {
         batch.iter().map(|message| self.publish(message)).collect()
+    }
+
+    async fn redeliver(&self, batch: &[(LaunchMessage, String)]) -> Vec<Result<Enqueued>> {
+        batch
+            .iter()
+            .map(|(message, msg_id)| self.publish_as(message, msg_id.clone()))
+            .collect()
+    }
+
+    async fn is_stored(&self, sequence: u64) -> Result<bool> {
+        let state = self.lock();
+        let index = usize::try_from(sequence).unwrap_or(0);
+        Ok(index >= 1 && state.lost.get(index - 1).is_some_and(|lost| !lost))
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {

@@ -196,6 +196,29 @@ impl RunLauncher for NatsLauncher {
         self.publish(outgoing.collect()).await
     }
 
+    async fn redeliver(&self, batch: &[(LaunchMessage, String)]) -> Vec<Result<Enqueued>> {
+        let prefix = &self.config.subject_prefix;
+        let outgoing = batch.iter().map(|(message, msg_id)| Outgoing {
+            subject: message.subject(prefix),
+            msg_id: msg_id.clone(),
+            body: message.encode(),
+        });
+        self.publish(outgoing.collect()).await
+    }
+
+    async fn is_stored(&self, sequence: u64) -> Result<bool> {
+        let stream = self
+            .jetstream
+            .get_stream(&self.config.stream)
+            .await
+            .map_err(|err| self.stream_error(err))?;
+        match stream.get_raw_message(sequence).await {
+            Ok(_) => Ok(true),
+            Err(err) if err.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(false),
+            Err(err) => Err(self.stream_error(err)),
+        }
+    }
+
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {
         let prefix = &self.config.subject_prefix;
         let outgoing = batch.iter().map(|letter| Outgoing {

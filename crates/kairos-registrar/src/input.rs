@@ -172,6 +172,9 @@ pub struct ScheduleInput {
     pub retry_backoff: Option<BackoffInput>,
     /// Positive: a `STARTED` run with no report for this long is timed out.
     pub heartbeat_timeout_s: Option<i64>,
+    /// An `ENQUEUED` run not started this long is re-published; 0 never; absent: the
+    /// configured default.
+    pub start_timeout_s: Option<i64>,
     /// When given, the write applies only if the stored revision is this one.
     pub revision: Option<i64>,
 }
@@ -392,8 +395,19 @@ fn failure_policy(problems: &mut Vec<Problem>, input: &ScheduleInput) -> Option<
         1,
         i32::MAX.into(),
     );
+    let start_timeout = ranged(
+        problems,
+        "start_timeout_s",
+        input.start_timeout_s,
+        0,
+        i32::MAX.into(),
+    );
     match RetryPolicy::new(input.max_attempts.unwrap_or(1), wait) {
-        Ok(policy) => Some(FailurePolicy::of(&policy, heartbeat.map(seconds))),
+        Ok(policy) => Some(FailurePolicy::of(
+            &policy,
+            heartbeat.map(seconds),
+            start_timeout.map(seconds),
+        )),
         Err(found) => {
             problems.extend(found);
             None

@@ -19,8 +19,9 @@ const NEXT_ATTEMPT: &str = "status = 'RETRYING', attempt = r.attempt + 1, \
     started_at = null, finished_at = null, heartbeat_at = null, released_at = null, \
     dead_lettered_at = null, dlq_published_at = null";
 
-/// After [`crate::dispatch::time_out`], in the same transaction: each run with a time gets
-/// its next attempt then; each without one is dead-lettered. Returns how many of each.
+/// After [`crate::dispatch::time_out`] or [`never_started`], in the same transaction: each
+/// run with a time gets its next attempt then; each without one is dead-lettered. Returns
+/// how many of each.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when a statement fails.
@@ -34,10 +35,11 @@ pub async fn settle_timed_out(
     let ats: Vec<DateTime<Utc>> = retry.iter().filter_map(|(_, at)| *at).collect();
     let retried = sqlx::query(&format!(
         "update schedule_runs r set {NEXT_ATTEMPT}, fire_at = v.at, updated_at = $3, \
-           reason = format('attempt %s timed out; attempt %s at %s', r.attempt, \
+           reason = format('attempt %s %s; attempt %s at %s', r.attempt, \
+             case r.status when 'FAILED' then 'was never started' else 'timed out' end, \
              r.attempt + 1, to_char(v.at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) \
          from unnest($1::text[], $2::timestamptz[]) as v(key, at) \
-         where r.idempotency_key = v.key and r.status = 'TIMED_OUT'"
+         where r.idempotency_key = v.key and r.status in ('TIMED_OUT', 'FAILED')"
     ))
     .bind(&keys)
     .bind(&ats)
@@ -48,7 +50,7 @@ pub async fn settle_timed_out(
     let dead_keys: Vec<&str> = dead.iter().map(|(key, _)| key.as_str()).collect();
     let dead_lettered = sqlx::query(
         "update schedule_runs set dead_lettered_at = $2, updated_at = $2 \
-         where idempotency_key = any($1) and status = 'TIMED_OUT'",
+         where idempotency_key = any($1) and status in ('TIMED_OUT', 'FAILED')",
     )
     .bind(&dead_keys)
     .bind(now)
@@ -56,6 +58,112 @@ pub async fn settle_timed_out(
     .await?
     .rows_affected();
     Ok((retried, dead_lettered))
+}
+
+/// An `ENQUEUED` run that no executor started within its start timeout.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Unstarted {
+    /// The run as it is.
+    #[sqlx(flatten)]
+    pub run: Run,
+    /// How often its attempt was re-published.
+    pub republished: i32,
+    /// Its schedule's failure policy.
+    #[sqlx(flatten)]
+    pub failure: crate::schedules::FailurePolicy,
+}
+
+/// Locks up to `limit` `ENQUEUED` runs published longer ago than their schedule's
+/// `start_timeout_s` (`default_s` when the schedule sets none; 0 turns the check off),
+/// oldest publish first.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn unstarted(
+    tx: &mut PgConnection,
+    now: DateTime<Utc>,
+    default_s: i32,
+    limit: i64,
+) -> Result<Vec<Unstarted>> {
+    let columns: String = crate::runs::RUN_COLUMNS
+        .split(", ")
+        .map(|column| format!("r.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "select {columns}, r.republished, coalesce(s.max_attempts, 1) as max_attempts, \
+           s.retry_intervals_s, s.retry_backoff_initial_s, s.retry_backoff_multiplier, \
+           s.retry_backoff_max_s, s.heartbeat_timeout_s, s.start_timeout_s \
+         from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
+         where r.status = 'ENQUEUED' and r.published_at < $1 \
+           and coalesce(s.start_timeout_s, $2) > 0 \
+           and r.published_at < $1 - make_interval(secs => coalesce(s.start_timeout_s, $2)) \
+         order by r.published_at limit $3 for update of r skip locked"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(now)
+        .bind(default_s)
+        .bind(limit)
+        .fetch_all(tx)
+        .await?)
+}
+
+/// Records re-published runs: `(key, stream sequence)`; `published_at` is now again, so the
+/// start timeout counts anew.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn republished(
+    tx: &mut PgConnection,
+    runs: &[(String, i64)],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let (keys, seqs): (Vec<&str>, Vec<i64>) =
+        runs.iter().map(|(key, seq)| (key.as_str(), *seq)).unzip();
+    sqlx::query(
+        "update schedule_runs r set published_at = $3, stream_seq = v.seq, \
+           republished = r.republished + 1, updated_at = $3 \
+         from unnest($1::text[], $2::int8[]) as v(key, seq) \
+         where r.idempotency_key = v.key and r.status = 'ENQUEUED'",
+    )
+    .bind(&keys)
+    .bind(&seqs)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Fails the attempt in progress of `keys` as never started (and records it); the caller
+/// then applies the retry policy with [`settle_timed_out`].
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn never_started(
+    tx: &mut PgConnection,
+    keys: &[String],
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "with failed as ( \
+           update schedule_runs set status = 'FAILED', reason = $2, last_error = $2, \
+             finished_at = $3, updated_at = $3 \
+           where idempotency_key = any($1) and status = 'ENQUEUED' \
+           returning * \
+         ) \
+         insert into run_attempts (idempotency_key, attempt, status, error, executor_id, \
+           run_id, published_at, started_at, finished_at) \
+         select idempotency_key, attempt, 'FAILED', reason, executor_id, run_id, published_at, \
+           started_at, finished_at from failed \
+         on conflict do nothing",
+    )
+    .bind(keys)
+    .bind(reason)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// One finished attempt of a run.

@@ -355,7 +355,7 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
          ) \
          select m.idempotency_key, m.attempt, m.cause, s.max_attempts, s.retry_intervals_s, \
            s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
-           s.heartbeat_timeout_s \
+           s.heartbeat_timeout_s, s.start_timeout_s \
          from moved m join schedules s on s.schedule_id = m.schedule_id",
     )
     .bind(now)

@@ -58,8 +58,8 @@ pub struct Schedule {
 const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
     start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
     priority, max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
-    retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, revision, created_at, \
-    updated_at";
+    retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
+    revision, created_at, updated_at";
 
 /// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
 /// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
@@ -77,15 +77,23 @@ pub struct FailurePolicy {
     pub retry_backoff_max_s: Option<i32>,
     /// A STARTED run silent this long is timed out.
     pub heartbeat_timeout_s: Option<i32>,
+    /// An ENQUEUED run not started this long is re-published (NULL: the configured
+    /// default; 0: never).
+    pub start_timeout_s: Option<i32>,
 }
 
 impl FailurePolicy {
     /// The stored form of a retry policy and heartbeat timeout.
-    pub fn of(policy: &RetryPolicy, heartbeat_timeout_s: Option<u32>) -> FailurePolicy {
+    pub fn of(
+        policy: &RetryPolicy,
+        heartbeat_timeout_s: Option<u32>,
+        start_timeout_s: Option<u32>,
+    ) -> FailurePolicy {
         let to_i32 = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
         let mut stored = FailurePolicy {
             max_attempts: to_i32(policy.max_attempts()),
             heartbeat_timeout_s: heartbeat_timeout_s.map(to_i32),
+            start_timeout_s: start_timeout_s.map(to_i32),
             ..FailurePolicy::default()
         };
         match policy.wait() {
@@ -275,12 +283,12 @@ pub async fn insert_many(
          timezone, start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, \
          catchup_policy, priority, max_run_seconds, max_attempts, retry_intervals_s, \
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
-         heartbeat_timeout_s, revision, created_at, updated_at) \
+         heartbeat_timeout_s, start_timeout_s, revision, created_at, updated_at) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
          v.retry_intervals_s::int4[], v.retry_backoff_initial_s, v.retry_backoff_multiplier, \
-         v.retry_backoff_max_s, v.heartbeat_timeout_s, 1, v.created_at, ",
+         v.retry_backoff_max_s, v.heartbeat_timeout_s, v.start_timeout_s, 1, v.created_at, ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -320,7 +328,8 @@ pub async fn update_many(
          retry_backoff_initial_s = v.retry_backoff_initial_s, \
          retry_backoff_multiplier = v.retry_backoff_multiplier, \
          retry_backoff_max_s = v.retry_backoff_max_s, \
-         heartbeat_timeout_s = v.heartbeat_timeout_s, revision = s.revision + 1, updated_at = ",
+         heartbeat_timeout_s = v.heartbeat_timeout_s, start_timeout_s = v.start_timeout_s, \
+         revision = s.revision + 1, updated_at = ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -379,6 +388,8 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.failure.heartbeat_timeout_s));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.failure.start_timeout_s));
+    args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
     args.push_bind(col(rows, |r| r.created_at));
@@ -387,8 +398,8 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
         ") as v(schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
-         retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, revision, \
-         created_at)",
+         retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
+         revision, created_at)",
     );
 }
 

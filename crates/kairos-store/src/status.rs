@@ -65,7 +65,7 @@ pub async fn failure_context(
     let row: Option<Row> = sqlx::query_as(
         "select r.attempt, coalesce(s.max_attempts, 1) as max_attempts, s.retry_intervals_s, \
            s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
-           s.heartbeat_timeout_s \
+           s.heartbeat_timeout_s, s.start_timeout_s \
          from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
          where r.idempotency_key = $1 for update of r",
     )

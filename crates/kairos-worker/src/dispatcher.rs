@@ -12,11 +12,13 @@
 //! The loop ([`Dispatcher::run`]) has three arms besides shutdown: the next `fire_at`, a
 //! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
 //! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
-//! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ).
+//! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ;
+//! `republish.rs`: launches no executor started, whose message may have been lost).
 
 mod decide;
 mod launch;
 mod report;
+mod republish;
 mod round;
 mod sweep;
 
@@ -55,12 +57,18 @@ pub struct DispatcherConfig {
     /// Longest wait for a batch's acknowledgements inside the claim transaction; must stay
     /// well inside the session's idle-in-transaction timeout (30 s).
     pub launch_timeout: Duration,
-    /// How often the `max_run_seconds` / queued-release sweep runs.
+    /// How often the sweep runs (time-outs, queued releases, lost launches, dead letters).
     pub sweep_every: Duration,
+    /// An `ENQUEUED` run not `STARTED` this long is re-published, unless its schedule says
+    /// otherwise (`scheduler.start_timeout_s`; zero: never).
+    pub start_timeout: Duration,
+    /// Re-publishes of one attempt before it fails as never started (`scheduler.max_republish`).
+    pub max_republish: u32,
 }
 
 impl DispatcherConfig {
-    /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep.
+    /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep,
+    /// 300 s start timeout, 3 re-publishes.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
@@ -68,6 +76,8 @@ impl DispatcherConfig {
             launch_deadline,
             launch_timeout: Duration::from_secs(10),
             sweep_every: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(300),
+            max_republish: 3,
         }
     }
 }

@@ -32,6 +32,8 @@ pub const RUNS_FAILED_LAUNCH: &str = "kairos_runs_failed_launch_total";
 pub const RUNS_TIMED_OUT: &str = "kairos_runs_timed_out_total";
 /// Counter: attempts scheduled after a failed or timed-out one (the run is `RETRYING`).
 pub const RUN_RETRIES: &str = "kairos_run_retries_total";
+/// Counter: launches published again because no executor started them in time.
+pub const RUNS_REPUBLISHED: &str = "kairos_runs_republished_total";
 /// Counter: runs whose last attempt failed or timed out (dead-lettered).
 pub const RUNS_DEAD_LETTERED: &str = "kairos_runs_dead_lettered_total";
 /// Counter: executor status reports (HTTP and NATS), by `status` and `outcome`
@@ -95,15 +97,18 @@ pub enum LaunchFailure {
     Permanent,
     /// NATS unreachable or no PubAck in time; the run stays `PENDING` and is retried.
     Retryable,
+    /// Published, re-published `max_republish` times, and never `STARTED` (attempt failed).
+    NeverStarted,
 }
 
 impl LaunchFailure {
     /// Every reason (exported at 0 from the start).
-    pub const ALL: [LaunchFailure; 4] = [
+    pub const ALL: [LaunchFailure; 5] = [
         LaunchFailure::Deadline,
         LaunchFailure::WorkflowMissing,
         LaunchFailure::Permanent,
         LaunchFailure::Retryable,
+        LaunchFailure::NeverStarted,
     ];
 
     /// The label value.
@@ -113,6 +118,7 @@ impl LaunchFailure {
             LaunchFailure::WorkflowMissing => "workflow_missing",
             LaunchFailure::Permanent => "permanent",
             LaunchFailure::Retryable => "retryable",
+            LaunchFailure::NeverStarted => "never_started",
         }
     }
 }
@@ -230,6 +236,10 @@ pub fn describe() {
         "Runs timed out, by reason (max_run_seconds, heartbeat)"
     );
     describe_counter!(RUN_RETRIES, "Attempts scheduled after a failed one");
+    describe_counter!(
+        RUNS_REPUBLISHED,
+        "Launches published again because no executor started them in time"
+    );
     describe_counter!(RUNS_DEAD_LETTERED, "Runs whose last attempt failed");
     describe_counter!(
         STATUS_EVENTS,
@@ -289,6 +299,7 @@ pub fn zero() {
         RUNS_QUEUED,
         RUN_RETRIES,
         RUNS_DEAD_LETTERED,
+        RUNS_REPUBLISHED,
     ] {
         metrics::counter!(name).increment(0);
     }
@@ -362,6 +373,13 @@ pub fn drift(seconds: &[f64]) {
 /// `n` runs the sweep timed out, for `reason`.
 pub fn timed_out(reason: TimeoutReason, n: u64) {
     metrics::counter!(RUNS_TIMED_OUT, "reason" => reason.as_str()).increment(n);
+}
+
+/// `n` launches published again (no executor started them in time).
+pub fn republished(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_REPUBLISHED).increment(n);
+    }
 }
 
 /// `n` attempts scheduled after a failure.

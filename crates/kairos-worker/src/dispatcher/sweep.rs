@@ -1,7 +1,8 @@
 //! The dispatcher's sweep, on its own interval: in-flight runs past `max_run_seconds` or
 //! silent past `heartbeat_timeout_s` become `TIMED_OUT` and, in the same transaction, get
 //! their next attempt or are dead-lettered; the oldest `QUEUED` run of every schedule that
-//! nothing holds is released; dead letters not yet copied to the DLQ stream are published.
+//! nothing holds is released; launches no executor started are re-published
+//! (`republish.rs`); dead letters not yet copied to the DLQ stream are published.
 
 use chrono::{DateTime, Utc};
 use kairos_launcher::{DeadLetter, RunLauncher};
@@ -22,6 +23,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// [`super::Error::Store`] when a statement fails (that step is rolled back).
     pub async fn sweep(&self) -> Result<(usize, usize)> {
         let timed_out = self.time_out().await?;
+        self.republish_unstarted().await?;
         let now = kairos_store::now(&self.pool, None).await?;
         let released = dispatch::release_queued(&self.pool, now).await?;
         for key in &released {
@@ -109,11 +111,18 @@ impl<L: RunLauncher> Dispatcher<L> {
 
 /// The next attempt's time after a timed-out one, or `None` (the run is dead-lettered).
 fn next_attempt_at(run: &TimedOut, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let attempt = u32::try_from(run.attempt).unwrap_or(1);
-    let wait = run
-        .failure
-        .retry_policy()
-        .delay_after(attempt, &run.idempotency_key)?;
+    next_attempt(&run.failure, run.attempt, &run.idempotency_key, now)
+}
+
+/// The time of the attempt after `attempt` by `failure`'s retry policy, or `None`.
+pub(super) fn next_attempt(
+    failure: &kairos_store::schedules::FailurePolicy,
+    attempt: i32,
+    key: &str,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let attempt = u32::try_from(attempt).unwrap_or(1);
+    let wait = failure.retry_policy().delay_after(attempt, key)?;
     Some(now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX))
 }
 
