@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
 use kairos_core::{jitter_offset, RunKey, Timetable};
-use kairos_store::runs;
 use kairos_store::schedules::{self, Schedule, ScheduleWrite};
 use kairos_store::Tx;
+use kairos_store::{calendars, runs};
 
 use crate::error::{Error, Problem, Result};
 use crate::input::{first_tick, Checked, Settings};
@@ -67,7 +67,8 @@ pub(crate) fn plan(
     let timing = stored.cron_expr != write.cron_expr
         || stored.timezone != write.timezone
         || stored.start_at != write.start_at
-        || stored.end_at != write.end_at;
+        || stored.end_at != write.end_at
+        || stored.rules != write.rules;
     if timing {
         write.next_run_at = Some(first_tick(&timetable, now, settings).map_err(PlanError::Field)?);
     }
@@ -112,6 +113,7 @@ fn to_write(
         catchup_policy: checked.catchup_policy,
         priority: checked.priority,
         max_run_seconds: checked.max_run_seconds,
+        rules: checked.rules.stored.clone(),
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
     }
@@ -134,6 +136,7 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
         catchup_policy: stored.catchup_policy,
         priority: stored.priority,
         max_run_seconds: stored.max_run_seconds,
+        rules: stored.rules.clone(),
         revision: stored.revision,
         created_at: stored.created_at,
     }
@@ -190,6 +193,12 @@ pub(crate) async fn apply(
             ),
         });
     }
+    let calendar_sets: Vec<(String, Vec<String>)> = inserts
+        .iter()
+        .chain(&updates)
+        .map(|w| (w.schedule_id.clone(), w.rules.exclude_calendars.clone()))
+        .collect();
+    calendars::set_for_schedules(conn, &calendar_sets).await?;
     reconcile(conn, &retimed, now).await?;
     Ok(plans
         .into_iter()

@@ -13,7 +13,7 @@ use kairos_store::Tx;
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, check_zone, ScheduleInput};
-use crate::Registrar;
+use crate::{rules, Registrar};
 
 /// Reason written on runs cancelled by a pause.
 const PAUSED: &str = "paused";
@@ -80,8 +80,10 @@ impl Registrar {
     /// [`Error::Invalid`] naming every bad field; [`Error::Conflict`] when `revision` is
     /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
     pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
-        let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
+        let mut checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
         let mut tx = Tx::begin(&self.pool).await?;
+        let calendars = rules::load(&mut tx, &checked.rules.stored.exclude_calendars).await?;
+        checked.resolve(&calendars).map_err(Error::Invalid)?;
         let now = self.now(&mut tx).await?;
         let existing = store::get(&mut *tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
@@ -111,7 +113,7 @@ impl Registrar {
             return Ok(stored);
         }
         let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
-        let timetable = timetable_of(&stored);
+        let timetable = timetable_of(&mut tx, &stored).await?;
         let next_run_at = match (&timetable, paused) {
             (Some(timetable), false) => timetable.first_at_or_after(now),
             _ => stored.next_run_at,
@@ -182,7 +184,7 @@ impl Registrar {
         let schedule = store::get(&mut *conn, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        let preview = match timetable_of(&schedule) {
+        let preview = match timetable_of(&mut conn, &schedule).await? {
             Some(timetable) => {
                 let first = timetable.first_at_or_after(now);
                 let rest = first
@@ -292,12 +294,33 @@ impl Registrar {
     }
 }
 
-/// The timetable of a stored schedule; `None` if its spec or zone no longer parses (a core
-/// change): such a schedule previews and plans nothing rather than failing every read.
-pub(crate) fn timetable_of(schedule: &Schedule) -> Option<Timetable> {
+/// The timetable of a stored schedule with its exclusions (its calendars loaded in `tx`);
+/// `None` if its spec or zone no longer parses (a core change) or a calendar it names is
+/// gone: such a schedule previews and plans nothing rather than failing every read.
+///
+/// # Errors
+/// [`Error::Store`].
+pub(crate) async fn timetable_of(tx: &mut Tx, schedule: &Schedule) -> Result<Option<Timetable>> {
+    let calendars = rules::load(tx, &schedule.rules.exclude_calendars).await?;
+    Ok(timetable_with(schedule, &calendars))
+}
+
+/// [`timetable_of`] with the calendars already loaded.
+pub(crate) fn timetable_with(
+    schedule: &Schedule,
+    calendars: &rules::Calendars,
+) -> Option<Timetable> {
     let spec = Spec::parse(&schedule.cron_expr).ok()?;
     let zone = kairos_core::parse_zone(&schedule.timezone).ok()?;
-    Some(Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at))
+    let named = rules::resolve(&schedule.rules, calendars).ok()?;
+    let timetable =
+        Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at);
+    Some(rules::apply(
+        timetable,
+        &schedule.rules,
+        rules::stored_entries(&schedule.rules),
+        named,
+    ))
 }
 
 pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {

@@ -26,6 +26,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         catchup_policy: kairos_core::CatchupPolicy::None,
         priority: 0,
         max_run_seconds: None,
+        rules: Default::default(),
         revision,
         created_at: at("2026-01-01T00:00:00Z"),
     }

@@ -157,6 +157,41 @@ impl Timetable {
         &self.exclusions
     }
 
+    /// The first local date, from the date of `from` until 366 days past the last date the
+    /// exclusions list (at least a year), on which a tick would need rolling but finds no
+    /// free date within [`MAX_ROLL_DAYS`]; `None` when every such tick rolls (or nothing
+    /// rolls: `roll: none`, or not a cron spec).
+    pub fn unrollable_date(&self, from: DateTime<Utc>) -> Option<NaiveDate> {
+        let Rule::Cron { calendar, .. } = &self.spec.rule else {
+            return None;
+        };
+        if self.roll == Roll::None || self.exclusions.is_empty() {
+            return None;
+        }
+        let first = dst::local(self.zone, from.timestamp())?.date();
+        let last = self
+            .exclusions
+            .last_listed_date()
+            .map_or(first, |listed| listed.max(first))
+            + Duration::days(MAX_ROLL_DAYS);
+        let days = days::RolledDays {
+            exclusions: &self.exclusions,
+            roll: self.roll,
+        };
+        let mut date = first;
+        while date <= last && date.year() <= HORIZON_YEAR {
+            date = calendar.first_matching_day(date)?;
+            if date > last {
+                return None;
+            }
+            if days.target(date).is_none() {
+                return Some(date);
+            }
+            date = date.succ_opt()?;
+        }
+        None
+    }
+
     /// The first tick at or after `at` (for "from now on, including now").
     pub fn first_at_or_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.next_after(at - Duration::nanoseconds(1))

@@ -112,6 +112,7 @@ pub async fn insert_bulk(
                 catchup_policy: "none".parse().expect("policy"),
                 priority: 0,
                 max_run_seconds: None,
+                rules: Default::default(),
                 revision: 0,
                 created_at,
             }
