@@ -6,6 +6,7 @@
 //! health routes and `GET /metrics` are open (the metrics carry no ids, only counts).
 
 mod body;
+mod calendars;
 mod error;
 mod health;
 mod metrics;
@@ -133,6 +134,30 @@ pub fn routes() -> Vec<Route> {
             "/schedules/{id}/backfill",
             Some(Deployer),
             post(runs::backfill),
+        ),
+        route(
+            Method::PUT,
+            "/calendars/{name}",
+            Some(Deployer),
+            put(calendars::put),
+        ),
+        route(
+            Method::GET,
+            "/calendars/{name}",
+            Some(Reader),
+            get(calendars::get),
+        ),
+        route(
+            Method::DELETE,
+            "/calendars/{name}",
+            Some(Deployer),
+            delete(calendars::delete),
+        ),
+        route(
+            Method::GET,
+            "/calendars",
+            Some(Reader),
+            get(calendars::list),
         ),
         route(
             Method::PUT,

@@ -34,7 +34,7 @@ pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
+pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 
 use chrono::{DateTime, Utc};

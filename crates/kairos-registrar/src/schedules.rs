@@ -71,6 +71,19 @@ pub struct PreviewInput {
     pub count: Option<i64>,
     /// Fire times strictly after this instant (default: now; also the `@every` anchor).
     pub after: Option<DateTime<Utc>>,
+    /// Exclusions, calendars, roll and DST policy, as in an upsert.
+    pub rules: crate::RulesInput,
+}
+
+/// A preview with what the calendar rules did.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    /// The fire times.
+    pub fire_times: Vec<DateTime<Utc>>,
+    /// Times the exclusions removed between `after` and the last fire time (at most 100).
+    pub excluded: Vec<kairos_core::Excluded>,
+    /// Fire times that were rolled or placed by a DST rule, with why.
+    pub notes: Vec<kairos_core::TickNote>,
 }
 
 impl Registrar {
@@ -262,6 +275,43 @@ impl Registrar {
     /// # Errors
     /// [`Error::Invalid`] naming every bad field.
     pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
+        let (timetable, after, count) = self.preview_timetable(input, &rules::Calendars::new())?;
+        Ok(timetable.ticks_after(after).take(count).collect())
+    }
+
+    /// [`Registrar::preview`] with named calendars (read from the store) and what the
+    /// calendar rules did: excluded times and per-tick notes (rolled, DST rule applied).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming every bad field (an unknown calendar, an exclusion that
+    /// removes every tick); [`Error::Store`].
+    pub async fn preview_explained(&self, input: &PreviewInput) -> Result<Preview> {
+        let names = input.rules.exclude_calendars.clone().unwrap_or_default();
+        let mut tx = Tx::begin(&self.pool).await?;
+        let calendars = rules::load(&mut tx, &names).await?;
+        tx.commit().await?;
+        let (timetable, after, count) = self.preview_timetable(input, &calendars)?;
+        if let Some(problem) = rules::exclusion_problem(&timetable, after) {
+            return Err(Error::Invalid(vec![problem]));
+        }
+        let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
+        let until = fire_times.last().copied().unwrap_or(after);
+        Ok(Preview {
+            excluded: timetable.excluded_between(after, until, PREVIEW_MAX as usize),
+            notes: fire_times
+                .iter()
+                .map(|tick| timetable.explain(*tick))
+                .filter(|note| !note.is_plain())
+                .collect(),
+            fire_times,
+        })
+    }
+
+    fn preview_timetable(
+        &self,
+        input: &PreviewInput,
+        calendars: &rules::Calendars,
+    ) -> Result<(Timetable, DateTime<Utc>, usize)> {
         let mut problems = Vec::new();
         let spec = Spec::parse(&input.cron_expr)
             .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
@@ -281,6 +331,11 @@ impl Registrar {
                 problems.push(Problem::new("end_at", "is before start_at"));
             }
         }
+        let checked = rules::check(&input.rules, spec.as_ref(), &mut problems);
+        let named = rules::resolve(&checked.stored, calendars).unwrap_or_else(|found| {
+            problems.extend(found);
+            Vec::new()
+        });
         let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
             return Err(Error::Invalid(problems));
         };
@@ -289,8 +344,9 @@ impl Registrar {
             .or(self.settings.pinned_now)
             .unwrap_or_else(Utc::now);
         let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
+        let timetable = rules::apply(timetable, &checked.stored, checked.entries, named);
         let count = usize::try_from(count).expect("checked positive");
-        Ok(timetable.ticks_after(after).take(count).collect())
+        Ok((timetable, after, count))
     }
 }
 
