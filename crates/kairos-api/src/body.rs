@@ -181,6 +181,23 @@ impl Fields {
         }
     }
 
+    /// An array of strings; each bad element is a problem naming `field[i]`.
+    pub(crate) fn strings(&mut self, field: &str) -> Option<Vec<String>> {
+        let items = self.array(field, false)?;
+        let mut strings = Vec::with_capacity(items.len());
+        for (index, item) in items.into_iter().enumerate() {
+            let name = format!("{field}[{index}]");
+            match item {
+                Value::String(text) if !text.contains('\0') => strings.push(text),
+                Value::String(_) => self
+                    .problems
+                    .push(Problem::new(self.name(&name), dag::NUL_RULE)),
+                other => self.wrong(&name, "a string", &other),
+            }
+        }
+        Some(strings)
+    }
+
     /// Moves problems found elsewhere (nested objects) into this reader.
     pub(crate) fn absorb(&mut self, problems: Vec<Problem>) {
         self.problems.extend(problems);

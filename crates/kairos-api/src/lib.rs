@@ -8,6 +8,7 @@
 mod attempts;
 mod body;
 mod body_timeout;
+mod calendars;
 mod error;
 mod guard;
 mod health;
@@ -142,6 +143,30 @@ pub fn routes() -> Vec<Route> {
             "/schedules/{id}/backfill",
             Some(Deployer),
             post(runs::backfill),
+        ),
+        route(
+            Method::PUT,
+            "/calendars/{name}",
+            Some(Deployer),
+            put(calendars::put),
+        ),
+        route(
+            Method::GET,
+            "/calendars/{name}",
+            Some(Reader),
+            get(calendars::get),
+        ),
+        route(
+            Method::DELETE,
+            "/calendars/{name}",
+            Some(Deployer),
+            delete(calendars::delete),
+        ),
+        route(
+            Method::GET,
+            "/calendars",
+            Some(Reader),
+            get(calendars::list),
         ),
         route(
             Method::PUT,

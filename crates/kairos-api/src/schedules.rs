@@ -8,13 +8,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use kairos_core::{DstNote, Occurrence, TickNote};
 use kairos_registrar::{PreviewInput, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
 use crate::error::ApiError;
-use crate::wire::{schedule_input, RunBody, ScheduleBody, UpsertAnswer};
+use crate::wire::{rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
 use crate::AppState;
 
 /// `POST /schedules/upsert`: 201 when created, 200 when updated (or unchanged).
@@ -123,11 +124,57 @@ pub(crate) async fn preview(
         end_at: fields.time("end_at", false),
         count: fields.integer("count", false),
         after: fields.time("after", false),
+        rules: rules_input(&mut fields),
     };
     bad_request(fields.finish())?;
-    let times = state.registrar.preview(&input)?;
-    let times: Vec<String> = times.into_iter().map(kairos_registrar::rfc3339).collect();
-    Ok(Json(json!({ "fire_times": times })))
+    let preview = state.registrar.preview_explained(&input).await?;
+    let rfc3339 = kairos_registrar::rfc3339;
+    let times: Vec<String> = preview.fire_times.into_iter().map(rfc3339).collect();
+    let excluded: Vec<Value> = preview
+        .excluded
+        .into_iter()
+        .map(|e| json!({ "at": rfc3339(e.at), "by": e.by.to_string() }))
+        .collect();
+    let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
+    Ok(Json(
+        json!({ "fire_times": times, "excluded": excluded, "explained": explained }),
+    ))
+}
+
+/// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.
+fn note_json(note: TickNote) -> Value {
+    let mut body = json!({ "at": kairos_registrar::rfc3339(note.at) });
+    if let Some(from) = note.rolled_from {
+        body["rolled_from"] = json!(kairos_registrar::rfc3339(from));
+    }
+    match note.dst {
+        Some(DstNote::Shifted { wall, source }) => {
+            body["dst"] = json!({
+                "rule": "dst_gap=shift",
+                "source": source.as_str(),
+                "wall_time": wall.format("%Y-%m-%dT%H:%M:%S").to_string(),
+                "note": "the wall time did not exist; fired when the clocks jumped",
+            });
+        }
+        Some(DstNote::Fold {
+            occurrence,
+            fold,
+            source,
+        }) => {
+            let which = match occurrence {
+                Occurrence::First => "first",
+                Occurrence::Second => "second",
+            };
+            body["dst"] = json!({
+                "rule": format!("dst_fold={fold}"),
+                "source": source.as_str(),
+                "occurrence": which,
+                "note": "the wall time happened twice",
+            });
+        }
+        None => {}
+    }
+    body
 }
 
 /// Problems found while reading a request are a 400 before anything else runs.

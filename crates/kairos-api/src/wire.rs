@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use kairos_registrar::{
-    rfc3339, BackoffInput, Run, RunRef, Schedule, ScheduleInput, ScheduleStats,
+    rfc3339, BackoffInput, Calendar, RulesInput, Run, RunRef, Schedule, ScheduleInput,
+    ScheduleStats,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -56,6 +57,11 @@ pub(crate) struct ScheduleBody {
     pub retry_backoff: Option<BackoffBody>,
     pub heartbeat_timeout_s: Option<i32>,
     pub start_timeout_s: Option<i32>,
+    pub exclude: Vec<String>,
+    pub exclude_calendars: Vec<String>,
+    pub roll: &'static str,
+    pub dst_gap: Option<&'static str>,
+    pub dst_fold: Option<&'static str>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -99,6 +105,11 @@ impl ScheduleBody {
             retry_intervals_s: s.failure.retry_intervals_s,
             heartbeat_timeout_s: s.failure.heartbeat_timeout_s,
             start_timeout_s: s.failure.start_timeout_s,
+            roll: s.rules.roll.as_str(),
+            dst_gap: s.rules.dst_gap.map(|g| g.as_str()),
+            dst_fold: s.rules.dst_fold.map(|f| f.as_str()),
+            exclude: s.rules.exclude,
+            exclude_calendars: s.rules.exclude_calendars,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -284,6 +295,46 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         heartbeat_timeout_s: fields.integer("heartbeat_timeout_s", false),
         start_timeout_s: fields.integer("start_timeout_s", false),
         revision: fields.integer("revision", false),
+        rules: rules_input(fields),
+    }
+}
+
+/// Reads `exclude`, `exclude_calendars`, `roll`, `dst_gap`, `dst_fold`.
+pub(crate) fn rules_input(fields: &mut Fields) -> RulesInput {
+    RulesInput {
+        exclude: fields.strings("exclude"),
+        exclude_calendars: fields.strings("exclude_calendars"),
+        roll: fields.string("roll", false),
+        dst_gap: fields.string("dst_gap", false),
+        dst_fold: fields.string("dst_fold", false),
+    }
+}
+
+/// A calendar as `GET /calendars/{name}` shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct CalendarBody {
+    pub name: String,
+    pub description: String,
+    pub dates: Vec<String>,
+    pub revision: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl CalendarBody {
+    pub(crate) fn of(c: Calendar) -> CalendarBody {
+        CalendarBody {
+            name: c.name,
+            description: c.description,
+            dates: c
+                .dates
+                .iter()
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .collect(),
+            revision: c.revision,
+            created_at: rfc3339(c.created_at),
+            updated_at: rfc3339(c.updated_at),
+        }
     }
 }
 

@@ -6,11 +6,14 @@
 //!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199);
 //!   `min_gap` is the smallest gap the spec leaves between two ticks.
 //! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
+//! - [`Exclusions`] ([`Exclusion`] entries and [`NamedCalendar`]s), [`Roll`], [`DstGap`],
+//!   [`DstFold`]: a schedule's calendar rules, applied inside `Timetable::next_after`.
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
 //! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
 //! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 
+mod exclusion;
 mod id;
 mod key;
 mod plan;
@@ -22,15 +25,22 @@ mod spec;
 mod timetable;
 mod zone;
 
+pub use exclusion::{
+    parse_date, ExcludedBy, Exclusion, ExclusionError, Exclusions, NamedCalendar,
+    MAX_CALENDAR_DATES, MAX_EXCLUDE_ENTRIES,
+};
 pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
 pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERATED};
-pub use policy::{CatchupPolicy, OverlapPolicy, PolicyError};
+pub use policy::{CatchupPolicy, DstFold, DstGap, OverlapPolicy, PolicyError, Roll};
 pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use run::{Reported, RunSource, RunStatus, UnknownName};
 pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
-pub use timetable::{MinGap, Ticks, Timetable};
+pub use timetable::{
+    DstNote, Excluded, MinGap, Occurrence, RuleSource, TickNote, Ticks, Timetable,
+    MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
+};
 pub use zone::{parse_zone, ZoneError};
 
 /// Re-exported so that callers name zones with the same type the core evaluates them in.

@@ -7,7 +7,7 @@ use std::str::FromStr;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field} {value:?} is not one of: {allowed}")]
 pub struct PolicyError {
-    /// `overlap_policy` or `catchup_policy`.
+    /// The field: `overlap_policy`, `catchup_policy`, `roll`, `dst_gap` or `dst_fold`.
     pub field: &'static str,
     /// The value given.
     pub value: String,
@@ -37,6 +37,39 @@ pub enum CatchupPolicy {
     FireImmediately,
     /// Fire them spread evenly across the lookahead window.
     Spread,
+}
+
+/// Where a tick that falls on an excluded date goes (business-day rolling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Roll {
+    /// It is removed, like any excluded time.
+    #[default]
+    None,
+    /// To the same wall time on the next date that is not excluded.
+    Forward,
+    /// To the same wall time on the previous date that is not excluded.
+    Backward,
+}
+
+/// What a cron job does with a wall time that does not exist (spring forward).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DstGap {
+    /// Fire once at the instant the clocks jumped, if that is on the same local date
+    /// (the rule for fixed-time jobs).
+    Shift,
+    /// Do not fire (the rule for wildcard jobs).
+    Skip,
+}
+
+/// What a cron job does with a wall time that happens twice (fall back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DstFold {
+    /// Fire at the first occurrence only (the rule for fixed-time jobs).
+    First,
+    /// Fire at the second occurrence only.
+    Last,
+    /// Fire at both occurrences (the rule for wildcard jobs).
+    Both,
 }
 
 macro_rules! named_policy {
@@ -80,4 +113,13 @@ named_policy!(OverlapPolicy, "overlap_policy", "allow, skip, queue", {
 });
 named_policy!(CatchupPolicy, "catchup_policy", "none, fire_immediately, spread", {
     None => "none", FireImmediately => "fire_immediately", Spread => "spread"
+});
+named_policy!(Roll, "roll", "none, forward, backward", {
+    None => "none", Forward => "forward", Backward => "backward"
+});
+named_policy!(DstGap, "dst_gap", "shift, skip", {
+    Shift => "shift", Skip => "skip"
+});
+named_policy!(DstFold, "dst_fold", "first, last, both", {
+    First => "first", Last => "last", Both => "both"
 });

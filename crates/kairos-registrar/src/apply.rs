@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
 use kairos_core::{jitter_offset, RunKey, Timetable};
-use kairos_store::runs;
 use kairos_store::schedules::{self, Schedule, ScheduleWrite};
 use kairos_store::Tx;
+use kairos_store::{calendars, runs};
 
 use crate::error::{Error, Problem, Result};
 use crate::input::{first_tick, Checked, Settings};
@@ -67,7 +67,8 @@ pub(crate) fn plan(
     let timing = stored.cron_expr != write.cron_expr
         || stored.timezone != write.timezone
         || stored.start_at != write.start_at
-        || stored.end_at != write.end_at;
+        || stored.end_at != write.end_at
+        || stored.rules != write.rules;
     if timing {
         write.next_run_at = Some(first_tick(&timetable, now, settings).map_err(PlanError::Field)?);
     }
@@ -113,6 +114,7 @@ fn to_write(
         priority: checked.priority,
         max_run_seconds: checked.max_run_seconds,
         failure: checked.failure.clone(),
+        rules: checked.rules.stored.clone(),
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
     }
@@ -136,6 +138,7 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
         priority: stored.priority,
         max_run_seconds: stored.max_run_seconds,
         failure: stored.failure.clone(),
+        rules: stored.rules.clone(),
         revision: stored.revision,
         created_at: stored.created_at,
     }
@@ -192,6 +195,12 @@ pub(crate) async fn apply(
             ),
         });
     }
+    let calendar_sets: Vec<(String, Vec<String>)> = inserts
+        .iter()
+        .chain(&updates)
+        .map(|w| (w.schedule_id.clone(), w.rules.exclude_calendars.clone()))
+        .collect();
+    calendars::set_for_schedules(conn, &calendar_sets).await?;
     reconcile(conn, &retimed, now).await?;
     Ok(plans
         .into_iter()

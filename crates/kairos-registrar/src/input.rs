@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{
-    parse_zone, validate_id, CatchupPolicy, OverlapPolicy, RetryPolicy, RetryWait, Spec, Timetable,
-    Tz, MAX_ID_LEN, MAX_JITTER_MS,
+    parse_zone, validate_id, CatchupPolicy, NamedCalendar, OverlapPolicy, RetryPolicy, RetryWait,
+    Spec, Timetable, Tz, MAX_ID_LEN, MAX_JITTER_MS,
 };
 use kairos_store::schedules::FailurePolicy;
 use sha2::{Digest, Sha256};
 
 use crate::error::Problem;
+use crate::rules::{self, CheckedRules, RulesInput};
 
 /// Registrar behaviour taken from configuration.
 #[derive(Debug, Clone)]
@@ -177,6 +178,8 @@ pub struct ScheduleInput {
     pub start_timeout_s: Option<i64>,
     /// When given, the write applies only if the stored revision is this one.
     pub revision: Option<i64>,
+    /// Exclusions, calendars, roll and DST policy.
+    pub rules: RulesInput,
 }
 
 /// `retry_backoff` as sent.
@@ -208,12 +211,32 @@ pub(crate) struct Checked {
     pub max_run_seconds: Option<i32>,
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
+    pub rules: CheckedRules,
+    /// The named calendars, once resolved against the store ([`Checked::resolve`]).
+    pub calendars: Vec<Arc<NamedCalendar>>,
 }
 
 impl Checked {
-    /// The timetable with `anchor` (the schedule's creation time) for `@every`.
+    /// The timetable with `anchor` (the schedule's creation time) for `@every`, with its
+    /// exclusions, roll and DST policy.
     pub fn timetable(&self, anchor: DateTime<Utc>) -> Timetable {
-        Timetable::new(self.spec.clone(), self.zone, anchor).window(self.start_at, self.end_at)
+        let timetable =
+            Timetable::new(self.spec.clone(), self.zone, anchor).window(self.start_at, self.end_at);
+        rules::apply(
+            timetable,
+            &self.rules.stored,
+            self.rules.entries.clone(),
+            self.calendars.clone(),
+        )
+    }
+
+    /// Attaches the stored calendars it names.
+    ///
+    /// # Errors
+    /// A problem per unknown calendar.
+    pub fn resolve(&mut self, calendars: &rules::Calendars) -> Result<(), Vec<Problem>> {
+        self.calendars = rules::resolve(&self.rules.stored, calendars)?;
+        Ok(())
     }
 }
 
@@ -334,6 +357,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             problems.push(Problem::new("revision", "must be 1 or more"));
         }
     }
+    let rules = rules::check(&input.rules, spec.as_ref(), &mut problems);
     match (spec, zone) {
         (Some(spec), Some(zone)) if problems.is_empty() => Ok(Checked {
             schedule_id: input.schedule_id.clone().unwrap_or_else(|| {
@@ -353,6 +377,8 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             max_run_seconds: max_run.map(narrow),
             failure: failure.unwrap_or_default(),
             revision: input.revision,
+            rules,
+            calendars: Vec::new(),
         }),
         _ => Err(problems),
     }
@@ -477,6 +503,9 @@ pub(crate) fn first_tick(
     now: DateTime<Utc>,
     settings: &Settings,
 ) -> Result<DateTime<Utc>, Problem> {
+    if let Some(problem) = rules::exclusion_problem(timetable, now) {
+        return Err(problem);
+    }
     let Some(first) = timetable.first_at_or_after(now) else {
         return Err(never_fires(timetable, now));
     };

@@ -7,6 +7,9 @@
 //!   the next five ticks), [`Registrar::list`], [`Registrar::runs`], [`Registrar::preview`].
 //! - [`Registrar::put_workflow`]: an immutable DAG per version, and optionally the
 //!   workflow's full schedule set, synced in one transaction.
+//! - [`Registrar::put_calendar`] (re-plans the schedules that use it),
+//!   [`Registrar::get_calendar`], [`Registrar::list_calendars`],
+//!   [`Registrar::delete_calendar`] (refused while in use).
 //! - [`Registrar::trigger`] (run now, keyed on a request id) and [`Registrar::backfill`]
 //!   (a range of ticks with the planner's keys).
 //!
@@ -14,25 +17,30 @@
 
 mod apply;
 mod attempts;
+mod calendars;
 pub mod dag;
 mod error;
 mod input;
+mod rules;
 mod runs;
 mod schedules;
 mod workflows;
 
 pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
+pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
 pub use error::{Error, Problem, Result};
 pub use input::{
     derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings,
     MAX_CRON_EXPR_LEN, MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
 pub use kairos_store::attempts::Attempt;
+pub use kairos_store::calendars::Calendar;
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
+pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{Page, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
+pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 
 use chrono::{DateTime, Utc};

@@ -130,9 +130,11 @@ impl Registrar {
         let schedule = store::get(&mut *tx, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        let timetable = timetable_of(&schedule).ok_or_else(|| Error::Conflict {
-            detail: format!("schedule {schedule_id:?} has a stored spec that no longer parses"),
-        })?;
+        let timetable = timetable_of(&mut tx, &schedule)
+            .await?
+            .ok_or_else(|| Error::Conflict {
+                detail: format!("schedule {schedule_id:?} has a stored spec that no longer parses"),
+            })?;
         let first = timetable.first_at_or_after(from);
         let ticks: Vec<DateTime<Utc>> = first
             .into_iter()

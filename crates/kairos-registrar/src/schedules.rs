@@ -13,7 +13,7 @@ use kairos_store::Tx;
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, check_zone, ScheduleInput};
-use crate::Registrar;
+use crate::{rules, Registrar};
 
 /// Reason written on runs cancelled by a pause.
 const PAUSED: &str = "paused";
@@ -71,6 +71,19 @@ pub struct PreviewInput {
     pub count: Option<i64>,
     /// Fire times strictly after this instant (default: now; also the `@every` anchor).
     pub after: Option<DateTime<Utc>>,
+    /// Exclusions, calendars, roll and DST policy, as in an upsert.
+    pub rules: crate::RulesInput,
+}
+
+/// A preview with what the calendar rules did.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    /// The fire times.
+    pub fire_times: Vec<DateTime<Utc>>,
+    /// Times the exclusions removed between `after` and the last fire time (at most 100).
+    pub excluded: Vec<kairos_core::Excluded>,
+    /// Fire times that were rolled or placed by a DST rule, with why.
+    pub notes: Vec<kairos_core::TickNote>,
 }
 
 impl Registrar {
@@ -80,8 +93,10 @@ impl Registrar {
     /// [`Error::Invalid`] naming every bad field; [`Error::Conflict`] when `revision` is
     /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
     pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
-        let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
+        let mut checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
         let mut tx = Tx::begin(&self.pool).await?;
+        let calendars = rules::load(&mut tx, &checked.rules.stored.exclude_calendars).await?;
+        checked.resolve(&calendars).map_err(Error::Invalid)?;
         let now = self.now(&mut tx).await?;
         let existing = store::get(&mut *tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
@@ -111,7 +126,7 @@ impl Registrar {
             return Ok(stored);
         }
         let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
-        let timetable = timetable_of(&stored);
+        let timetable = timetable_of(&mut tx, &stored).await?;
         let next_run_at = match (&timetable, paused) {
             (Some(timetable), false) => timetable.first_at_or_after(now),
             _ => stored.next_run_at,
@@ -182,7 +197,7 @@ impl Registrar {
         let schedule = store::get(&mut *conn, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        let preview = match timetable_of(&schedule) {
+        let preview = match timetable_of(&mut conn, &schedule).await? {
             Some(timetable) => {
                 let first = timetable.first_at_or_after(now);
                 let rest = first
@@ -260,6 +275,43 @@ impl Registrar {
     /// # Errors
     /// [`Error::Invalid`] naming every bad field.
     pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
+        let (timetable, after, count) = self.preview_timetable(input, &rules::Calendars::new())?;
+        Ok(timetable.ticks_after(after).take(count).collect())
+    }
+
+    /// [`Registrar::preview`] with named calendars (read from the store) and what the
+    /// calendar rules did: excluded times and per-tick notes (rolled, DST rule applied).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming every bad field (an unknown calendar, an exclusion that
+    /// removes every tick); [`Error::Store`].
+    pub async fn preview_explained(&self, input: &PreviewInput) -> Result<Preview> {
+        let names = input.rules.exclude_calendars.clone().unwrap_or_default();
+        let mut tx = Tx::begin(&self.pool).await?;
+        let calendars = rules::load(&mut tx, &names).await?;
+        tx.commit().await?;
+        let (timetable, after, count) = self.preview_timetable(input, &calendars)?;
+        if let Some(problem) = rules::exclusion_problem(&timetable, after) {
+            return Err(Error::Invalid(vec![problem]));
+        }
+        let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
+        let until = fire_times.last().copied().unwrap_or(after);
+        Ok(Preview {
+            excluded: timetable.excluded_between(after, until, PREVIEW_MAX as usize),
+            notes: fire_times
+                .iter()
+                .map(|tick| timetable.explain(*tick))
+                .filter(|note| !note.is_plain())
+                .collect(),
+            fire_times,
+        })
+    }
+
+    fn preview_timetable(
+        &self,
+        input: &PreviewInput,
+        calendars: &rules::Calendars,
+    ) -> Result<(Timetable, DateTime<Utc>, usize)> {
         let mut problems = Vec::new();
         let spec = input::within(
             &mut problems,
@@ -293,6 +345,11 @@ impl Registrar {
                 problems.push(Problem::new("end_at", "is before start_at"));
             }
         }
+        let checked = rules::check(&input.rules, spec.as_ref(), &mut problems);
+        let named = rules::resolve(&checked.stored, calendars).unwrap_or_else(|found| {
+            problems.extend(found);
+            Vec::new()
+        });
         let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
             return Err(Error::Invalid(problems));
         };
@@ -301,17 +358,39 @@ impl Registrar {
             .or(self.settings.pinned_now)
             .unwrap_or_else(Utc::now);
         let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
+        let timetable = rules::apply(timetable, &checked.stored, checked.entries, named);
         let count = usize::try_from(count).expect("checked positive");
-        Ok(timetable.ticks_after(after).take(count).collect())
+        Ok((timetable, after, count))
     }
 }
 
-/// The timetable of a stored schedule; `None` if its spec or zone no longer parses (a core
-/// change): such a schedule previews and plans nothing rather than failing every read.
-pub(crate) fn timetable_of(schedule: &Schedule) -> Option<Timetable> {
+/// The timetable of a stored schedule with its exclusions (its calendars loaded in `tx`);
+/// `None` if its spec or zone no longer parses (a core change) or a calendar it names is
+/// gone: such a schedule previews and plans nothing rather than failing every read.
+///
+/// # Errors
+/// [`Error::Store`].
+pub(crate) async fn timetable_of(tx: &mut Tx, schedule: &Schedule) -> Result<Option<Timetable>> {
+    let calendars = rules::load(tx, &schedule.rules.exclude_calendars).await?;
+    Ok(timetable_with(schedule, &calendars))
+}
+
+/// [`timetable_of`] with the calendars already loaded.
+pub(crate) fn timetable_with(
+    schedule: &Schedule,
+    calendars: &rules::Calendars,
+) -> Option<Timetable> {
     let spec = Spec::parse(&schedule.cron_expr).ok()?;
     let zone = kairos_core::parse_zone(&schedule.timezone).ok()?;
-    Some(Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at))
+    let named = rules::resolve(&schedule.rules, calendars).ok()?;
+    let timetable =
+        Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at);
+    Some(rules::apply(
+        timetable,
+        &schedule.rules,
+        rules::stored_entries(&schedule.rules),
+        named,
+    ))
 }
 
 pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {

@@ -15,7 +15,7 @@ use crate::apply::{self, Plan, PlanError};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, Checked, DagLimit, ScheduleInput};
 use crate::schedules::plan_error;
-use crate::{dag, Registrar};
+use crate::{dag, rules, Registrar};
 
 /// Reason written on the unpublished runs of a schedule a deploy removed.
 const REMOVED: &str = "schedule deleted: not in the workflow's deployed set";
@@ -84,7 +84,7 @@ impl Registrar {
                     })
                 }
             };
-        let Some(checked) = checked else {
+        let Some(mut checked) = checked else {
             tx.commit().await?;
             return Ok(Deployed {
                 created,
@@ -94,6 +94,7 @@ impl Registrar {
         };
         let ids: Vec<String> = checked.iter().map(|c| c.schedule_id.clone()).collect();
         let existing = store::for_sync(&mut *tx, &input.workflow_id, &ids).await?;
+        resolve_all(&mut tx, &mut checked).await?;
         let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
         let schedules = apply::apply(&mut tx, plans, now).await?;
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
@@ -215,6 +216,27 @@ impl Registrar {
         } else {
             Err(Error::Invalid(problems))
         }
+    }
+}
+
+/// Resolves the calendars every schedule of a deploy names (one statement for all).
+async fn resolve_all(tx: &mut Tx, checked: &mut [Checked]) -> Result<()> {
+    let names: Vec<String> = checked
+        .iter()
+        .flat_map(|c| c.rules.stored.exclude_calendars.iter().cloned())
+        .collect();
+    let calendars = rules::load(tx, &names).await?;
+    let mut problems = Vec::new();
+    for (index, one) in checked.iter_mut().enumerate() {
+        if let Err(found) = one.resolve(&calendars) {
+            let prefix = format!("schedules[{index}]");
+            problems.extend(found.into_iter().map(|p| p.within(&prefix)));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(problems))
     }
 }
 

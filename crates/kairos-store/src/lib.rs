@@ -1,5 +1,5 @@
 //! All SQL of kairos (STYLE.md §4): the migrations and the statements on `schedules`,
-//! `schedule_runs` and `workflows`.
+//! `schedule_runs`, `workflows` and `calendars`.
 //!
 //! Every function takes an executor (`impl PgExecutor<'_>` or `&mut PgConnection`) so that
 //! callers compose several statements into one unit of work: [`Tx`] (a transaction the
@@ -11,6 +11,7 @@
 pub use sqlx::PgPool;
 
 pub mod attempts;
+pub mod calendars;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{CatchupPolicy, RunSource};
 use sqlx::{PgConnection, PgExecutor};
 
+use crate::calendars::CalendarRules;
 use crate::Result;
 
 /// A schedule claimed for planning: what `kairos_core::plan` and the run rows need.
@@ -41,6 +42,9 @@ pub struct DueSchedule {
     pub catchup_policy: CatchupPolicy,
     /// The `@every` anchor when there is no `start_at`.
     pub created_at: DateTime<Utc>,
+    /// Exclusions, calendar names, roll and DST policy.
+    #[sqlx(flatten)]
+    pub rules: CalendarRules,
 }
 
 /// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
@@ -58,7 +62,8 @@ pub async fn claim_due(
     // makes the oldest backlog go first when more than `limit` are due.
     Ok(sqlx::query_as(
         "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
-         end_at, next_run_at, jitter_ms, catchup_policy, created_at from schedules \
+         end_at, next_run_at, jitter_ms, catchup_policy, created_at, exclude, \
+         exclude_calendars, roll, dst_gap, dst_fold from schedules \
          where not paused and next_run_at is not null and next_run_at <= $1 \
          order by next_run_at limit $2 for update skip locked",
     )

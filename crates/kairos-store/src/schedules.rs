@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{CatchupPolicy, OverlapPolicy, RetryPolicy, RetryWait};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
+use crate::calendars::CalendarRules;
 use crate::Result;
 
 /// A stored schedule, as read back.
@@ -46,6 +47,9 @@ pub struct Schedule {
     /// What happens when an attempt fails or stops answering.
     #[sqlx(flatten)]
     pub failure: FailurePolicy,
+    /// Exclusions, calendars, roll and DST policy.
+    #[sqlx(flatten)]
+    pub rules: CalendarRules,
     /// Optimistic-concurrency counter, incremented by every write.
     pub revision: i64,
     /// When the row was first written (the `@every` anchor when no `start_at`).
@@ -59,7 +63,7 @@ const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, ti
     start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
     priority, max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
     retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
-    revision, created_at, updated_at";
+    exclude, exclude_calendars, roll, dst_gap, dst_fold, revision, created_at, updated_at";
 
 /// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
 /// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
@@ -188,6 +192,8 @@ pub struct ScheduleWrite {
     pub max_run_seconds: Option<i32>,
     /// See [`Schedule::failure`].
     pub failure: FailurePolicy,
+    /// See [`Schedule::rules`].
+    pub rules: CalendarRules,
     /// The revision the update expects to find (ignored by inserts).
     pub revision: i64,
     /// Stored by inserts; `updated_at` is always `now`.
@@ -283,12 +289,14 @@ pub async fn insert_many(
          timezone, start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, \
          catchup_policy, priority, max_run_seconds, max_attempts, retry_intervals_s, \
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
-         heartbeat_timeout_s, start_timeout_s, revision, created_at, updated_at) \
+         heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
+         dst_fold, revision, created_at, updated_at) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
          v.retry_intervals_s::int4[], v.retry_backoff_initial_s, v.retry_backoff_multiplier, \
-         v.retry_backoff_max_s, v.heartbeat_timeout_s, v.start_timeout_s, 1, v.created_at, ",
+         v.retry_backoff_max_s, v.heartbeat_timeout_s, v.start_timeout_s, v.exclude::jsonb, \
+         v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, 1, v.created_at, ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -318,9 +326,13 @@ pub async fn update_many(
         "update schedules as s set workflow_id = v.workflow_id, version = v.version, \
          user_id = v.user_id, cron_expr = v.cron_expr, timezone = v.timezone, \
          start_at = v.start_at, end_at = v.end_at, \
-         next_run_at = case when (s.cron_expr, s.timezone, s.start_at, s.end_at, s.paused) \
-             is not distinct from (v.cron_expr, v.timezone, v.start_at, v.end_at, v.paused) \
+         next_run_at = case when (s.cron_expr, s.timezone, s.start_at, s.end_at, s.paused, \
+               s.exclude, s.exclude_calendars, s.roll, s.dst_gap, s.dst_fold) \
+             is not distinct from (v.cron_expr, v.timezone, v.start_at, v.end_at, v.paused, \
+               v.exclude::jsonb, v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold) \
              then s.next_run_at else v.next_run_at end, \
+         exclude = v.exclude::jsonb, exclude_calendars = v.exclude_calendars::jsonb, \
+         roll = v.roll, dst_gap = v.dst_gap, dst_fold = v.dst_fold, \
          paused = v.paused, jitter_ms = v.jitter_ms, overlap_policy = v.overlap_policy, \
          catchup_policy = v.catchup_policy, priority = v.priority, \
          max_run_seconds = v.max_run_seconds, max_attempts = v.max_attempts, \
@@ -339,7 +351,7 @@ pub async fn update_many(
     Ok(query.build_query_as().fetch_all(db).await?)
 }
 
-/// `unnest($1, ..., $17) as v(<columns>)`: the rows as one relation, one bind per column.
+/// `unnest($1, ..., $22) as v(<columns>)`: the rows as one relation, one bind per column.
 fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     fn col<T, F: Fn(&ScheduleWrite) -> T>(rows: &[ScheduleWrite], f: F) -> Vec<T> {
         rows.iter().map(f).collect()
@@ -390,6 +402,16 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.failure.start_timeout_s));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.rules.exclude_json()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.rules.calendars_json()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.rules.roll.as_str()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.rules.dst_gap.map(|g| g.as_str())));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.rules.dst_fold.map(|f| f.as_str())));
+    args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
     args.push_bind(col(rows, |r| r.created_at));
@@ -399,7 +421,7 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
          retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
-         revision, created_at)",
+         exclude, exclude_calendars, roll, dst_gap, dst_fold, revision, created_at)",
     );
 }
 
@@ -453,6 +475,49 @@ pub async fn paused_at(
             .fetch_optional(db)
             .await?;
     Ok(paused_at.flatten())
+}
+
+/// Schedules by id, in id order (missing ids are absent).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn get_many(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> Result<Vec<Schedule>> {
+    let sql =
+        format!("select {COLUMNS} from schedules where schedule_id = any($1) order by schedule_id");
+    Ok(sqlx::query_as(&sql)
+        .bind(schedule_ids)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Sets `next_run_at` of schedules whose timetable changed without a write of their own
+/// (a calendar they use changed), incrementing `revision` so that planners wake and a
+/// concurrent registrar write of the same schedule fails its revision check. Returns how
+/// many rows changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn retime(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+    next_run_ats: &[Option<DateTime<Utc>>],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if schedule_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedules as s set next_run_at = v.next_run_at, planner_error = null, \
+           revision = s.revision + 1, updated_at = $3 \
+         from unnest($1::text[], $2::timestamptz[]) as v(schedule_id, next_run_at) \
+         where s.schedule_id = v.schedule_id",
+    )
+    .bind(schedule_ids)
+    .bind(next_run_ats)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// Deletes schedules by id; returns the ids that existed. Their runs stay (history).

@@ -30,6 +30,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
             max_attempts: 1,
             ..Default::default()
         },
+        rules: Default::default(),
         revision,
         created_at: at("2026-01-01T00:00:00Z"),
     }

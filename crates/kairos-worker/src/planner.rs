@@ -13,8 +13,11 @@
 //! between passes (a monotonic duration), which can make a pass earlier or later but never
 //! changes what a pass decides.
 //!
+//! Exclusions, named calendars, `roll` and the DST policy are applied inside the core's
+//! `Timetable`; the calendars a batch names are loaded in one statement per pass.
+//!
 //! A schedule whose stored spec or zone no longer parses (only possible after a
-//! core change) is *parked*: `next_run_at` NULL and `planner_error` set, logged once, so it
+//! core change), or that names a calendar that is gone, is *parked*: `next_run_at` NULL and `planner_error` set, logged once, so it
 //! cannot wedge the loop. A registrar write of a new spec un-parks it.
 
 use std::collections::HashMap;
@@ -22,9 +25,14 @@ use std::future::Future;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
+
+use chrono::NaiveDate;
 use kairos_core::{
-    parse_zone, plan, CatchupPolicy, PlanInput, PlanParams, RunSource, Spec, Timetable, Tz,
+    parse_zone, plan, CatchupPolicy, Exclusion, Exclusions, NamedCalendar, PlanInput, PlanParams,
+    RunSource, Spec, Timetable, Tz,
 };
+use kairos_store::calendars;
 use kairos_store::planning::{self, Advances, DueSchedule, RunRows};
 use kairos_store::wakeups::{self, SCHEDULES_CHANNEL};
 use kairos_store::{PgPool, Tx};
@@ -150,7 +158,15 @@ impl Planner {
             tx.commit().await?;
             return Ok(PassReport::empty(now));
         }
-        let batch = plan_batch(&due, self.params(now));
+        // The calendars the whole batch names, in one statement (O(batch), not per schedule).
+        let mut names: Vec<String> = due
+            .iter()
+            .flat_map(|s| s.rules.exclude_calendars.iter().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let calendars = named_calendars(calendars::dates_of(&mut *tx, &names).await?);
+        let batch = plan_batch(&due, &calendars, self.params(now));
         let inserted =
             planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, now).await?;
         planning::advance(&mut *tx, &batch.advances).await?;
@@ -280,23 +296,68 @@ impl Catchup {
 /// A stored spec and zone, parsed; or why they no longer parse.
 type Rules = Result<(Spec, Tz), String>;
 
+/// Calendars by name, each shared by every schedule of the batch that names it.
+type Calendars = HashMap<String, Arc<NamedCalendar>>;
+
+fn named_calendars(rows: HashMap<String, Vec<NaiveDate>>) -> Calendars {
+    rows.into_iter()
+        .filter_map(|(name, dates)| {
+            let calendar = NamedCalendar::new(name.clone(), dates).ok()?;
+            Some((name, Arc::new(calendar)))
+        })
+        .collect()
+}
+
 /// Plans every claimed schedule (pure). Specs are parsed once per distinct (spec, zone).
-fn plan_batch(due: &[DueSchedule], params: PlanParams) -> Batch {
+fn plan_batch(due: &[DueSchedule], calendars: &Calendars, params: PlanParams) -> Batch {
     let mut parsed: HashMap<(&str, &str), Rules> = HashMap::new();
     let mut batch = Batch::default();
     for schedule in due {
         let rules = parsed
             .entry((&schedule.cron_expr, &schedule.timezone))
             .or_insert_with(|| parse_rules(&schedule.cron_expr, &schedule.timezone));
-        match rules.clone() {
-            Ok((spec, zone)) => {
+        let timetable = rules.clone().and_then(|(spec, zone)| {
+            let timetable = Timetable::new(spec, zone, schedule.created_at)
+                .window(schedule.start_at, schedule.end_at);
+            with_calendar_rules(timetable, schedule, calendars)
+        });
+        match timetable {
+            Ok(timetable) => {
                 let catchup = schedule.catchup_policy;
-                add_plan(&mut batch, schedule, spec, zone, catchup, params)
+                add_plan(&mut batch, schedule, &timetable, catchup, params)
             }
             Err(reason) => park(&mut batch, schedule, reason),
         }
     }
     batch
+}
+
+/// The schedule's exclusions, calendars, roll and DST policy applied to `timetable`.
+fn with_calendar_rules(
+    timetable: Timetable,
+    schedule: &DueSchedule,
+    calendars: &Calendars,
+) -> Result<Timetable, String> {
+    let rules = &schedule.rules;
+    let entries = rules
+        .exclude
+        .iter()
+        .map(|text| Exclusion::parse(text).map_err(|e| format!("exclude: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let named = rules
+        .exclude_calendars
+        .iter()
+        .map(|name| {
+            calendars
+                .get(name)
+                .cloned()
+                .ok_or_else(|| format!("exclude_calendars: no calendar named {name:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(timetable
+        .exclude(Exclusions::new(entries, named))
+        .roll(rules.roll)
+        .dst(rules.dst_gap, rules.dst_fold))
 }
 
 fn parse_rules(cron_expr: &str, timezone: &str) -> Rules {
@@ -308,16 +369,13 @@ fn parse_rules(cron_expr: &str, timezone: &str) -> Rules {
 fn add_plan(
     batch: &mut Batch,
     schedule: &DueSchedule,
-    spec: Spec,
-    zone: Tz,
+    timetable: &Timetable,
     catchup: CatchupPolicy,
     params: PlanParams,
 ) {
-    let timetable =
-        Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at);
     let input = PlanInput {
         schedule_id: &schedule.schedule_id,
-        timetable: &timetable,
+        timetable,
         next_run_at: schedule.next_run_at,
         jitter_ms: u32::try_from(schedule.jitter_ms).unwrap_or(0),
         catchup,

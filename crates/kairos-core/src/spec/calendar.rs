@@ -39,7 +39,7 @@ impl Calendar {
     }
 
     /// Whether the calendar day matches (year, month, day-of-month/day-of-week rules).
-    fn day_matches(&self, date: NaiveDate) -> bool {
+    pub(crate) fn day_matches(&self, date: NaiveDate) -> bool {
         let pattern = &self.cron.pattern;
         pattern.year_match(date.year()).unwrap_or(false)
             && pattern.month_match(date.month()).unwrap_or(false)
@@ -55,8 +55,39 @@ impl Calendar {
 
     /// The first matching wall time at or after `from`, up to the end of year 2199.
     pub(crate) fn first_at_or_after(&self, from: NaiveDateTime) -> Option<NaiveDateTime> {
+        self.first_at_or_after_on(from, &MatchingDays)
+    }
+
+    /// The first wall time at or after `from` whose time of day matches and whose date
+    /// `days` accepts (the calendar's own days, or those days moved by exclusions and
+    /// rolling), up to the end of year 2199.
+    pub(crate) fn first_at_or_after_on(
+        &self,
+        from: NaiveDateTime,
+        days: &dyn Days,
+    ) -> Option<NaiveDateTime> {
         let mut date = from.date();
-        let mut earliest = Some(from.time());
+        loop {
+            date = days.first_day_at_or_after(self, date)?;
+            if date.year() > HORIZON_YEAR {
+                return None;
+            }
+            let from_time = if date == from.date() {
+                from.time()
+            } else {
+                NaiveTime::MIN
+            };
+            if let Some(time) = self.first_time_at_or_after(from_time) {
+                return Some(date.and_time(time));
+            }
+            date = date.succ_opt()?;
+        }
+    }
+
+    /// The first date at or after `from` whose day matches (year, month and day rules),
+    /// up to the end of year 2199.
+    pub(crate) fn first_matching_day(&self, from: NaiveDate) -> Option<NaiveDate> {
+        let mut date = from;
         while date.year() <= HORIZON_YEAR {
             if date.year() < MIN_YEAR.min(from.year()) {
                 return None;
@@ -64,24 +95,37 @@ impl Calendar {
             let pattern = &self.cron.pattern;
             if !pattern.year_match(date.year()).unwrap_or(false) {
                 date = self.next_matching_year(date.year())?;
-                earliest = None;
                 continue;
             }
             if !pattern.month_match(date.month()).unwrap_or(false) {
                 date = first_of_next_month(date)?;
-                earliest = None;
                 continue;
             }
             if self.day_matches(date) {
-                let from_time = earliest.unwrap_or(NaiveTime::MIN);
-                if let Some(time) = self.first_time_at_or_after(from_time) {
-                    return Some(date.and_time(time));
-                }
+                return Some(date);
             }
             date = date.succ_opt()?;
-            earliest = None;
         }
         None
+    }
+
+    /// Whether the wall time matches: its day, and its time of day (to the minute only when
+    /// `to_the_minute`, for a 5-field expression that names no seconds).
+    pub(crate) fn matches(&self, wall: NaiveDateTime, to_the_minute: bool) -> bool {
+        let time = wall.time();
+        let second_ok = to_the_minute || self.seconds.contains(&time.second());
+        second_ok
+            && self.minutes.contains(&time.minute())
+            && self.hours.contains(&time.hour())
+            && self.day_matches(wall.date())
+    }
+
+    /// Whether every time of a matching day matches (`* * * * SAT,SUN`): such a
+    /// calendar excludes whole dates. Seconds count only when `to_the_minute` is false.
+    pub(crate) fn whole_day(&self, to_the_minute: bool) -> bool {
+        self.hours.len() == 24
+            && self.minutes.len() == 60
+            && (to_the_minute || self.seconds.len() == 60)
     }
 
     fn next_matching_year(&self, year: i32) -> Option<NaiveDate> {
@@ -107,6 +151,23 @@ impl Calendar {
             }
         }
         None
+    }
+}
+
+/// Which dates a calendar's times of day fire on.
+pub(crate) trait Days {
+    /// The first date at or after `from` on which `calendar`'s times of day fire, or
+    /// `None` when there is none before the end of 2199.
+    fn first_day_at_or_after(&self, calendar: &Calendar, from: NaiveDate) -> Option<NaiveDate>;
+}
+
+/// The calendar's own matching days.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MatchingDays;
+
+impl Days for MatchingDays {
+    fn first_day_at_or_after(&self, calendar: &Calendar, from: NaiveDate) -> Option<NaiveDate> {
+        calendar.first_matching_day(from)
     }
 }
 

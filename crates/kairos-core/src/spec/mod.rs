@@ -8,7 +8,7 @@ mod syntax;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-pub(crate) use calendar::{Calendar, WallGap};
+pub(crate) use calendar::{Calendar, Days, WallGap};
 pub use error::{CronField, SpecError};
 
 /// First year a schedule can fire in.

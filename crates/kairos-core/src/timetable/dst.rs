@@ -1,21 +1,45 @@
-//! Wall time → instant, with the DST rules of DESIGN.md §4 (rules 3, 5, 6).
+//! Wall time → instant, with the DST rules of DESIGN.md §4 (rules 3, 5, 6) or a schedule's
+//! own `dst_gap`/`dst_fold`.
 //!
 //! The calendar yields matching *wall* times in ascending order; this module maps them to
 //! instants in an IANA zone:
 //! - a wall time that exists once is one tick;
-//! - in an overlap (fall back) a fixed-time job fires at the first occurrence only, a
-//!   wildcard job at both;
-//! - in a gap (spring forward) a wildcard job does not fire, a fixed-time job fires at the
-//!   instant the clocks jumped, provided that instant is on the same local date.
+//! - in an overlap (fall back): `first` fires at the first occurrence only (default for
+//!   fixed-time jobs), `last` at the second only, `both` at both (default for wildcard);
+//! - in a gap (spring forward): `skip` does not fire (default for wildcard jobs), `shift`
+//!   fires at the instant the clocks jumped, provided that instant is on the same local
+//!   date (default for fixed-time jobs).
 //!
 //! Instants are whole epoch seconds. Because an overlap replays wall times, the next tick of
-//! a wildcard job can be a wall time *earlier* than the current one; [`next_tick`] therefore
+//! a `both` job can be a wall time *earlier* than the current one; [`next_tick`] therefore
 //! also looks at the second pass of a backward transition just ahead.
 
 use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use crate::spec::{Calendar, JobKind};
+use crate::spec::{Calendar, Days, JobKind};
+use crate::{DstFold, DstGap};
+
+/// How a cron job maps wall times that do not exist, or exist twice, to instants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DstPolicy {
+    pub(crate) gap: DstGap,
+    pub(crate) fold: DstFold,
+}
+
+impl DstPolicy {
+    /// The rules of DESIGN.md §4 for `kind`, each replaced by the schedule's own when set.
+    pub(crate) fn of(kind: JobKind, gap: Option<DstGap>, fold: Option<DstFold>) -> DstPolicy {
+        let (default_gap, default_fold) = match kind {
+            JobKind::FixedTime => (DstGap::Shift, DstFold::First),
+            JobKind::Wildcard => (DstGap::Skip, DstFold::Both),
+        };
+        DstPolicy {
+            gap: gap.unwrap_or(default_gap),
+            fold: fold.unwrap_or(default_fold),
+        }
+    }
+}
 
 /// Offsets on Earth stay within ±26 h of UTC, so a jump over a wall time lies in this window.
 const JUMP_SEARCH: i64 = 26 * 3_600;
@@ -24,12 +48,19 @@ const OVERLAP_LOOKAHEAD: i64 = 48 * 3_600;
 /// Probe spacing for transitions; no zone has two transitions this close together.
 const PROBE_STEP: i64 = 6 * 3_600;
 
-/// The smallest tick of `calendar` in `zone` strictly after the instant `after` (seconds).
-pub(crate) fn next_tick(calendar: &Calendar, kind: JobKind, zone: Tz, after: i64) -> Option<i64> {
-    let first_pass = next_by_wall(calendar, kind, zone, after);
-    let second_pass = match kind {
-        JobKind::Wildcard => replayed_tick(calendar, zone, after),
-        JobKind::FixedTime => None,
+/// The smallest tick of `calendar` (on the dates `days` accepts) in `zone` strictly after
+/// the instant `after` (seconds).
+pub(crate) fn next_tick(
+    calendar: &Calendar,
+    policy: DstPolicy,
+    days: &dyn Days,
+    zone: Tz,
+    after: i64,
+) -> Option<i64> {
+    let first_pass = next_by_wall(calendar, policy, days, zone, after);
+    let second_pass = match policy.fold {
+        DstFold::Both => replayed_tick(calendar, days, zone, after),
+        DstFold::First | DstFold::Last => None,
     };
     match (first_pass, second_pass) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -38,38 +69,44 @@ pub(crate) fn next_tick(calendar: &Calendar, kind: JobKind, zone: Tz, after: i64
 }
 
 /// The first tick whose wall time is later than the wall time at `after`.
-fn next_by_wall(calendar: &Calendar, kind: JobKind, zone: Tz, after: i64) -> Option<i64> {
+fn next_by_wall(
+    calendar: &Calendar,
+    policy: DstPolicy,
+    days: &dyn Days,
+    zone: Tz,
+    after: i64,
+) -> Option<i64> {
     let mut from = local(zone, after)? + Duration::seconds(1);
     loop {
-        let wall = calendar.first_at_or_after(from)?;
+        let wall = calendar.first_at_or_after_on(from, days)?;
         match zone.from_local_datetime(&wall) {
             LocalResult::Single(at) if at.timestamp() > after => return Some(at.timestamp()),
             LocalResult::Single(_) => {}
             LocalResult::Ambiguous(first, second) => {
-                if first.timestamp() > after {
-                    return Some(first.timestamp());
-                }
-                // Invariant: a fixed-time job fires only at the first occurrence of a
-                // repeated wall time, which is already behind us.
-                if kind == JobKind::Wildcard && second.timestamp() > after {
-                    return Some(second.timestamp());
+                let (first, second) = (first.timestamp(), second.timestamp());
+                match policy.fold {
+                    DstFold::First | DstFold::Both if first > after => return Some(first),
+                    // Invariant: `first` fires only at the first occurrence of a repeated
+                    // wall time, which is already behind us.
+                    DstFold::Last | DstFold::Both if second > after => return Some(second),
+                    _ => {}
                 }
             }
             LocalResult::None => {
                 let jump = jump_instant(zone, wall)?;
                 let jump_wall = local(zone, jump)?;
-                match kind {
+                match policy.gap {
                     // Every wall time up to the end of the gap is missing too.
-                    JobKind::Wildcard => {
+                    DstGap::Skip => {
                         from = jump_wall;
                         continue;
                     }
-                    JobKind::FixedTime if jump_wall.date() == wall.date() && jump > after => {
+                    DstGap::Shift if jump_wall.date() == wall.date() && jump > after => {
                         return Some(jump)
                     }
                     // The jump lands on another local date (a skipped day): nothing fires
                     // for this wall time; the jump's own date may still have gap times.
-                    JobKind::FixedTime => {
+                    DstGap::Shift => {
                         let jump_midnight = jump_wall.date().and_time(chrono::NaiveTime::MIN);
                         from = (wall + Duration::seconds(1)).max(jump_midnight);
                         continue;
@@ -81,13 +118,13 @@ fn next_by_wall(calendar: &Calendar, kind: JobKind, zone: Tz, after: i64) -> Opt
     }
 }
 
-/// For a wildcard job: the first tick in the replayed wall times of a backward transition
+/// For a `both` job: the first tick in the replayed wall times of a backward transition
 /// within the next few hours (those wall times may be earlier than the current one).
-fn replayed_tick(calendar: &Calendar, zone: Tz, after: i64) -> Option<i64> {
+fn replayed_tick(calendar: &Calendar, days: &dyn Days, zone: Tz, after: i64) -> Option<i64> {
     let (transition, before, after_offset) = next_backward_transition(zone, after)?;
     let replay_start = naive(transition + after_offset)?;
     let replay_end = naive(transition + before)?;
-    let wall = calendar.first_at_or_after(replay_start)?;
+    let wall = calendar.first_at_or_after_on(replay_start, days)?;
     (wall < replay_end).then(|| wall.and_utc().timestamp() - after_offset)
 }
 
@@ -129,7 +166,7 @@ fn first_with_offset_change(zone: Tz, mut lo: i64, lo_offset: i64, mut hi: i64) 
 
 /// The instant the clocks jumped over the non-existent wall time `wall`: the first instant
 /// whose wall time is later than `wall`.
-fn jump_instant(zone: Tz, wall: NaiveDateTime) -> Option<i64> {
+pub(crate) fn jump_instant(zone: Tz, wall: NaiveDateTime) -> Option<i64> {
     let wall_utc = wall.and_utc().timestamp();
     let (mut lo, mut hi) = (wall_utc - JUMP_SEARCH, wall_utc + JUMP_SEARCH);
     // Invariant: local(lo) < wall < local(hi).
@@ -151,7 +188,7 @@ fn naive(seconds: i64) -> Option<NaiveDateTime> {
     DateTime::from_timestamp(seconds, 0).map(|at| at.naive_utc())
 }
 
-fn local(zone: Tz, seconds: i64) -> Option<NaiveDateTime> {
+pub(crate) fn local(zone: Tz, seconds: i64) -> Option<NaiveDateTime> {
     Some(naive(seconds)?.and_utc().with_timezone(&zone).naive_local())
 }
 

@@ -1,12 +1,25 @@
-//! [`Timetable`]: a [`Spec`] in an IANA zone, with its `@every` anchor and its inclusive
-//! `[start_at, end_at]` window. `next_after` is the one question the planner asks.
+//! [`Timetable`]: a [`Spec`] in an IANA zone, with its `@every` anchor, its inclusive
+//! `[start_at, end_at]` window, its exclusions, `roll` and DST policy. `next_after` is the
+//! one question the planner asks; exclusions, rolling and DST policy are applied inside it.
 
+mod days;
 mod dst;
+mod explain;
 
-use chrono::{DateTime, Datelike, Duration, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 
+use crate::exclusion::Exclusions;
 use crate::spec::{Rule, Spec, WallGap, HORIZON_YEAR};
+use crate::{DstFold, DstGap, Roll};
+
+pub use days::MAX_ROLL_DAYS;
+pub use explain::{DstNote, Excluded, Occurrence, RuleSource, TickNote};
+
+/// Most ticks in a row that exclusions may remove before the search gives up and the
+/// schedule counts as exhausted (so no evaluation can run for long). Whole excluded dates
+/// do not count: they are skipped as dates, not tick by tick.
+pub const MAX_EXCLUDED_IN_A_ROW: u32 = 1_000_000;
 
 /// When a schedule fires. Pure: the same inputs always give the same ticks.
 #[derive(Debug, Clone)]
@@ -17,6 +30,10 @@ pub struct Timetable {
     anchor: i64,
     start_at: Option<DateTime<Utc>>,
     end_at: Option<DateTime<Utc>>,
+    exclusions: Exclusions,
+    roll: Roll,
+    dst_gap: Option<DstGap>,
+    dst_fold: Option<DstFold>,
 }
 
 impl Timetable {
@@ -29,7 +46,32 @@ impl Timetable {
             anchor: anchor.timestamp(),
             start_at: None,
             end_at: None,
+            exclusions: Exclusions::default(),
+            roll: Roll::None,
+            dst_gap: None,
+            dst_fold: None,
         }
+    }
+
+    /// Removes the times `exclusions` names (they are not ticks: not planned, not missed).
+    pub fn exclude(mut self, exclusions: Exclusions) -> Self {
+        self.exclusions = exclusions;
+        self
+    }
+
+    /// Moves ticks on excluded dates instead of removing them (cron specs; `@every` and
+    /// `@at` ticks are instants and are never rolled).
+    pub fn roll(mut self, roll: Roll) -> Self {
+        self.roll = roll;
+        self
+    }
+
+    /// Replaces the DST rules of DESIGN.md §4 (rules 5 and 6) for cron specs; `None` keeps
+    /// the rule for the job's kind.
+    pub fn dst(mut self, gap: Option<DstGap>, fold: Option<DstFold>) -> Self {
+        self.dst_gap = gap;
+        self.dst_fold = fold;
+        self
     }
 
     /// Bounds the ticks to `[start_at, end_at]` (both inclusive, both optional).
@@ -67,9 +109,36 @@ impl Timetable {
             _ => after,
         };
         // Whole seconds: a tick is strictly after `after` iff it is after its floor.
-        let after_s = after.timestamp();
+        let mut after_s = after.timestamp();
+        for _ in 0..MAX_EXCLUDED_IN_A_ROW {
+            let next = self.next_kept_by_days(after_s)?;
+            let wall = dst::local(self.zone, next.timestamp())?;
+            if self.exclusions.excludes(wall).is_none() {
+                return Some(next);
+            }
+            after_s = match self.spec.rule {
+                // Skip the rest of an excluded date at once.
+                Rule::Every { .. } if self.exclusions.excludes_date(wall.date()) => {
+                    last_second_of(self.zone, wall.date()).max(next.timestamp())
+                }
+                _ => next.timestamp(),
+            };
+        }
+        None
+    }
+
+    /// The next tick after `after_s` on a date the exclusions and `roll` keep (cron), or the
+    /// next tick (`@every`, `@at`), within the window and the horizon.
+    fn next_kept_by_days(&self, after_s: i64) -> Option<DateTime<Utc>> {
         let next = match &self.spec.rule {
-            Rule::Cron { calendar, kind } => dst::next_tick(calendar, *kind, self.zone, after_s),
+            Rule::Cron { calendar, kind } => {
+                let policy = dst::DstPolicy::of(*kind, self.dst_gap, self.dst_fold);
+                let days = days::RolledDays {
+                    exclusions: &self.exclusions,
+                    roll: self.roll,
+                };
+                dst::next_tick(calendar, policy, &days, self.zone, after_s)
+            }
             Rule::Every { seconds } => Some(next_every(self.anchor, *seconds, after_s)),
             Rule::At { at } => (at.timestamp() > after_s).then_some(at.timestamp()),
         };
@@ -81,6 +150,46 @@ impl Timetable {
             Rule::Every { .. } | Rule::At { .. } => next.year() <= HORIZON_YEAR,
         };
         (within_end && within_horizon).then_some(next)
+    }
+
+    /// The exclusions it applies.
+    pub fn exclusions(&self) -> &Exclusions {
+        &self.exclusions
+    }
+
+    /// The first local date, from the date of `from` until 366 days past the last date the
+    /// exclusions list (at least a year), on which a tick would need rolling but finds no
+    /// free date within [`MAX_ROLL_DAYS`]; `None` when every such tick rolls (or nothing
+    /// rolls: `roll: none`, or not a cron spec).
+    pub fn unrollable_date(&self, from: DateTime<Utc>) -> Option<NaiveDate> {
+        let Rule::Cron { calendar, .. } = &self.spec.rule else {
+            return None;
+        };
+        if self.roll == Roll::None || self.exclusions.is_empty() {
+            return None;
+        }
+        let first = dst::local(self.zone, from.timestamp())?.date();
+        let last = self
+            .exclusions
+            .last_listed_date()
+            .map_or(first, |listed| listed.max(first))
+            + Duration::days(MAX_ROLL_DAYS);
+        let days = days::RolledDays {
+            exclusions: &self.exclusions,
+            roll: self.roll,
+        };
+        let mut date = first;
+        while date <= last && date.year() <= HORIZON_YEAR {
+            date = calendar.first_matching_day(date)?;
+            if date > last {
+                return None;
+            }
+            if days.target(date).is_none() {
+                return Some(date);
+            }
+            date = date.succ_opt()?;
+        }
+        None
     }
 
     /// The first tick at or after `at` (for "from now on, including now").
@@ -157,6 +266,24 @@ impl Timetable {
             Rule::At { .. } => None,
         }
     }
+}
+
+/// The last epoch second whose wall time in `zone` is on `date` (or before it).
+fn last_second_of(zone: Tz, date: NaiveDate) -> i64 {
+    let Some(next_midnight) = date.succ_opt().map(|d| d.and_time(chrono::NaiveTime::MIN)) else {
+        return i64::MAX;
+    };
+    let guess = next_midnight.and_utc().timestamp();
+    // Offsets stay within ±26 h; find the first instant whose wall time reaches midnight.
+    let (mut lo, mut hi) = (guess - 26 * 3_600, guess + 26 * 3_600);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match dst::local(zone, mid) {
+            Some(wall) if wall < next_midnight => lo = mid,
+            _ => hi = mid,
+        }
+    }
+    lo
 }
 
 /// `anchor + k * period` for the smallest `k >= 0` that is strictly after `after`.

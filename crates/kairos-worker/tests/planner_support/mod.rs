@@ -116,6 +116,7 @@ pub async fn insert_bulk(
                     max_attempts: 1,
                     ..Default::default()
                 },
+                rules: Default::default(),
                 revision: 0,
                 created_at,
             }

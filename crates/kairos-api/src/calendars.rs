@@ -1,0 +1,79 @@
+//! Handlers of the `/calendars` routes: named sets of excluded dates.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use kairos_registrar::CalendarInput;
+use serde_json::{json, Value};
+
+use crate::body::{self, Fields};
+use crate::error::ApiError;
+use crate::schedules::bad_request;
+use crate::wire::CalendarBody;
+use crate::AppState;
+
+/// `PUT /calendars/{name}` `{dates, description?}`: 201 when created, 200 when replaced;
+/// the answer names the schedules re-planned.
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let dates = fields.strings("dates");
+    let description = fields.string("description", false);
+    let mut problems = fields.finish();
+    if dates.is_none() && problems.iter().all(|p| p.field != "dates") {
+        problems.push(kairos_registrar::Problem::new("dates", "is required"));
+    }
+    bad_request(problems)?;
+    let input = CalendarInput {
+        name,
+        dates: dates.unwrap_or_default(),
+        description,
+    };
+    let written = state.registrar.put_calendar(&input).await?;
+    let status = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut answer = serde_json::to_value(CalendarBody::of(written.calendar))
+        .expect("a calendar body serializes");
+    answer["replanned"] = json!(written.replanned);
+    Ok((status, Json(answer)).into_response())
+}
+
+/// `GET /calendars/{name}`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<CalendarBody>, ApiError> {
+    Ok(Json(CalendarBody::of(
+        state.registrar.get_calendar(&name).await?,
+    )))
+}
+
+/// `GET /calendars`: every calendar, by name.
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let calendars: Vec<CalendarBody> = state
+        .registrar
+        .list_calendars()
+        .await?
+        .into_iter()
+        .map(CalendarBody::of)
+        .collect();
+    Ok(Json(json!({ "calendars": calendars })))
+}
+
+/// `DELETE /calendars/{name}` → 204; 409 while a schedule uses it; 404 if unknown.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.registrar.delete_calendar(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
