@@ -3,9 +3,14 @@
 
 It pulls launch messages (schemas/launch.schema.json) from the KAIROS_LAUNCH stream with a
 durable consumer, reports STARTED, runs the DAG's nodes (schemas/dag.schema.json) in
-dependency order, reports SUCCESS or FAILED (schemas/status.schema.json), then acknowledges.
-Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on the NATS subject
-<prefix>.status.<idempotency_key>.
+dependency order while reporting HEARTBEAT every --heartbeat-every seconds, reports SUCCESS
+or FAILED (schemas/status.schema.json), then acknowledges. Every report echoes the launch
+message's attempt. Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on
+the NATS subject <prefix>.status.<idempotency_key>.
+
+Demo node fields: sleep_ms (how long the node runs), fail: true (it fails),
+fail_until_attempt: n (it fails while the attempt is below n) and fatal: true (it fails and
+the report says "retryable": false, so kairos dead-letters the run at once).
 
     pip install -r requirements.txt
     python3 executor.py --kairos-url http://127.0.0.1:8080
@@ -13,6 +18,7 @@ Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on the N
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import urllib.error
@@ -58,25 +64,83 @@ async def report(args, js, key, body):
     return True
 
 
+class NodeFailed(Exception):
+    """A node failed; retryable False means another attempt cannot help."""
+
+    def __init__(self, message, retryable=True):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def run_node_checks(node_id, node, attempt):
+    """Raises NodeFailed as the demo fields fatal, fail and fail_until_attempt say."""
+    if node.get("fatal"):
+        raise NodeFailed(f"node {node_id} failed fatally", retryable=False)
+    if node.get("fail"):
+        raise NodeFailed(f"node {node_id} failed")
+    until = node.get("fail_until_attempt")
+    if until is not None and attempt < until:
+        raise NodeFailed(f"node {node_id} failed on attempt {attempt} "
+                         f"(fails until attempt {until})")
+
+
+async def run_nodes(launch):
+    attempt = launch["attempt"]
+    try:
+        order = dependency_order(launch["dag"])
+    except (KeyError, ValueError) as err:
+        # The DAG is the same in every attempt: one that cannot be ordered never will be.
+        raise NodeFailed(str(err), retryable=False) from err
+    for node_id in order:
+        node = next(n for n in launch["dag"]["nodes"] if n["id"] == node_id)
+        print(f"executor: {launch['workflow_id']} {launch['scheduled_for']} "
+              f"attempt {attempt} node {node_id}")
+        await asyncio.sleep(node.get("sleep_ms", 0) / 1000)
+        run_node_checks(node_id, node, attempt)
+
+
+async def heartbeats(args, js, key, attempt):
+    """Reports HEARTBEAT every --heartbeat-every seconds until cancelled. A lost one is only
+    logged: if none gets through, kairos times the attempt out, which is their purpose."""
+    while True:
+        await asyncio.sleep(args.heartbeat_every)
+        body = {"status": "HEARTBEAT", "executor_id": args.executor_id, "attempt": attempt}
+        try:
+            if not await report(args, js, key, body):
+                print(f"executor: kairos refused a heartbeat for {key} (attempt {attempt})",
+                      file=sys.stderr)
+        except Exception as err:  # noqa: BLE001 - any transport failure; keep working
+            print(f"executor: could not report a heartbeat for {key}: {err}", file=sys.stderr)
+
+
 async def handle(args, js, launch):
-    key = launch["idempotency_key"]
-    if not await report(args, js, key, {"status": "STARTED", "executor_id": args.executor_id}):
+    key, attempt = launch["idempotency_key"], launch["attempt"]
+    started = {"status": "STARTED", "executor_id": args.executor_id, "attempt": attempt}
+    if not await report(args, js, key, started):
         print(f"executor: {key} is owned by another executor; not running it")
         return
-    status, error = "SUCCESS", None
+    body = {"status": "SUCCESS", "executor_id": args.executor_id, "attempt": attempt}
+    beating = asyncio.create_task(heartbeats(args, js, key, attempt))
     try:
-        for node_id in dependency_order(launch["dag"]):
-            node = next(n for n in launch["dag"]["nodes"] if n["id"] == node_id)
-            print(f"executor: {launch['workflow_id']} {launch['scheduled_for']} node {node_id}")
-            await asyncio.sleep(node.get("sleep_ms", 0) / 1000)
-            if node.get("fail"):
-                raise RuntimeError(f"node {node_id} failed")
-    except Exception as err:  # the run failed: say why
-        status, error = "FAILED", str(err)
-    body = {"status": status, "executor_id": args.executor_id}
-    if error:
-        body["error"] = error
+        await run_nodes(launch)
+    except NodeFailed as err:
+        body.update(status="FAILED", error=str(err))
+        if not err.retryable:
+            body["retryable"] = False
+    except Exception as err:  # noqa: BLE001 - the run failed: say why
+        body.update(status="FAILED", error=str(err))
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
     await report(args, js, key, body)
+
+
+def positive_seconds(text):
+    seconds = float(text)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return seconds
 
 
 async def main():
@@ -88,6 +152,8 @@ async def main():
     parser.add_argument("--executor-id", default="python-executor-1")
     parser.add_argument("--kairos-url", help="report status over HTTP to this kairos")
     parser.add_argument("--token", help="bearer token (role executor) for HTTP reports")
+    parser.add_argument("--heartbeat-every", type=positive_seconds, default=10.0,
+                        help="seconds between HEARTBEAT reports while a run works")
     parser.add_argument("--max-runs", type=int, default=0, help="exit after N runs (0: never)")
     args = parser.parse_args()
 
@@ -104,7 +170,9 @@ async def main():
         for message in messages:
             try:
                 launch = json.loads(message.data)
-            except ValueError:
+                if not all(field in launch for field in ("idempotency_key", "attempt", "dag")):
+                    raise ValueError("a launch message field is missing")
+            except (TypeError, ValueError):
                 print("executor: not a launch message; terminating it", file=sys.stderr)
                 await message.term()
                 continue

@@ -2,11 +2,17 @@
 //! `schemas/dag.schema.json` and `schemas/status.schema.json` (no kairos crate is used).
 //!
 //! It pulls launch messages from the `KAIROS_LAUNCH` stream with a durable consumer, reports
-//! `STARTED`, "runs" the DAG's nodes in dependency order, reports `SUCCESS` or `FAILED`, and
-//! only then acknowledges the message — so a crash mid-run means redelivery, and kairos's
-//! forward-only status plus its "first STARTED owns the run" rule keep a tick from running
-//! twice on two executors. Demo node fields: `sleep_ms` (how long the node "runs") and
-//! `fail` (make it fail).
+//! `STARTED`, "runs" the DAG's nodes in dependency order while reporting `HEARTBEAT` every
+//! [`Settings::heartbeat_every`], reports `SUCCESS` or `FAILED`, and only then acknowledges
+//! the message — so a crash mid-run means redelivery, and kairos's forward-only status plus
+//! its "first STARTED owns the run" rule keep a tick from running twice on two executors.
+//! Every report echoes the launch message's `attempt`, so a late report about an earlier
+//! attempt never touches a newer one.
+//!
+//! Demo node fields: `sleep_ms` (how long the node "runs"), `fail: true` (the node fails),
+//! `fail_until_attempt: n` (the node fails while the attempt is below `n`: a flaky job) and
+//! `fatal: true` (the node fails and the report says `"retryable": false`, so kairos
+//! dead-letters the run without another attempt).
 
 mod dag;
 mod report;
@@ -47,7 +53,13 @@ pub struct Settings {
     pub durable: String,
     /// This executor's id, sent with every status.
     pub executor_id: String,
+    /// How often to report `HEARTBEAT` while a run works: above zero, and well below the
+    /// schedules' `heartbeat_timeout_s` ([`DEFAULT_HEARTBEAT_EVERY`] unless told).
+    pub heartbeat_every: Duration,
 }
+
+/// The heartbeat interval when none is given: 10 s.
+pub const DEFAULT_HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 
 /// Consumes launch messages until the stream of messages ends.
 ///
@@ -77,7 +89,7 @@ pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()>
         let message = message.context("receive a launch message")?;
         match serde_json::from_slice::<Launch>(&message.payload) {
             Ok(launch) => {
-                handle(&launch, &settings.executor_id, reporter).await;
+                handle(&launch, settings, reporter).await;
                 message
                     .ack()
                     .await
@@ -92,10 +104,12 @@ pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Runs one launch: STARTED, the nodes in order, then SUCCESS or FAILED.
-pub async fn handle(launch: &Launch, executor_id: &str, reporter: &Reporter) {
+/// Runs one launch: STARTED, the nodes in order with heartbeats, then SUCCESS or FAILED,
+/// every report about `launch.attempt`.
+pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter) {
     let key = &launch.idempotency_key;
-    let started = StatusUpdate::new(Status::Started, executor_id);
+    let executor_id = settings.executor_id.as_str();
+    let started = StatusUpdate::new(Status::Started, executor_id, launch.attempt);
     match reporter.report(key, &started).await {
         Ok(Outcome::Accepted) => {}
         Ok(Outcome::OwnedByAnother) => {
@@ -108,18 +122,76 @@ pub async fn handle(launch: &Launch, executor_id: &str, reporter: &Reporter) {
             return;
         }
     }
-    let result = run_nodes(launch).await;
+    let result = run_with_heartbeats(launch, settings, reporter).await;
     let done = match &result {
-        Ok(()) => StatusUpdate::new(Status::Success, executor_id),
-        Err(error) => StatusUpdate::new(Status::Failed, executor_id).with_error(error),
+        Ok(()) => StatusUpdate::new(Status::Success, executor_id, launch.attempt),
+        Err(failure) => {
+            let failed = StatusUpdate::new(Status::Failed, executor_id, launch.attempt)
+                .with_error(&failure.error);
+            if failure.retryable {
+                failed
+            } else {
+                failed.not_retryable()
+            }
+        }
     };
     if let Err(err) = reporter.report(key, &done).await {
         eprintln!("executor: could not report the end of {key}: {err:#}");
     }
 }
 
-async fn run_nodes(launch: &Launch) -> Result<(), String> {
-    let order = dependency_order(&launch.dag)?;
+/// Why a run failed, and whether another attempt could help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    error: String,
+    retryable: bool,
+}
+
+/// Runs the nodes, reporting `HEARTBEAT` every `settings.heartbeat_every` until they end.
+async fn run_with_heartbeats(
+    launch: &Launch,
+    settings: &Settings,
+    reporter: &Reporter,
+) -> Result<(), Failure> {
+    let work = run_nodes(launch);
+    tokio::pin!(work);
+    let first_beat = tokio::time::Instant::now() + settings.heartbeat_every;
+    let mut beats = tokio::time::interval_at(first_beat, settings.heartbeat_every);
+    // After a slow report, beat once and carry on at the interval: no burst of catch-ups.
+    beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A heartbeat is sent from this loop, so the work waits for its report; its timers run
+    // on meanwhile, and a report takes milliseconds next to an interval of seconds.
+    loop {
+        tokio::select! {
+            result = &mut work => return result,
+            _ = beats.tick() => heartbeat(launch, settings, reporter).await,
+        }
+    }
+}
+
+/// Sends one `HEARTBEAT`. A lost one is only logged: the next may get through, and if none
+/// does, kairos times the attempt out, which is what heartbeats are for.
+async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter) {
+    let key = &launch.idempotency_key;
+    let beat = StatusUpdate::new(Status::Heartbeat, &settings.executor_id, launch.attempt);
+    match reporter.report(key, &beat).await {
+        Ok(Outcome::Accepted) => {}
+        Ok(Outcome::OwnedByAnother) => {
+            eprintln!(
+                "executor: kairos refused a heartbeat for {key} (attempt {})",
+                launch.attempt
+            );
+        }
+        Err(err) => eprintln!("executor: could not report a heartbeat for {key}: {err:#}"),
+    }
+}
+
+async fn run_nodes(launch: &Launch) -> Result<(), Failure> {
+    // The DAG is the same in every attempt: one that cannot be ordered never will be.
+    let order = dependency_order(&launch.dag).map_err(|error| Failure {
+        error,
+        retryable: false,
+    })?;
     for node in &order {
         let spec = launch.dag["nodes"]
             .as_array()
@@ -128,15 +200,71 @@ async fn run_nodes(launch: &Launch) -> Result<(), String> {
             .unwrap_or_default();
         let sleep_ms = spec["sleep_ms"].as_u64().unwrap_or(0);
         println!(
-            "executor: {} {} node {node} ({})",
+            "executor: {} {} attempt {} node {node} ({})",
             launch.workflow_id,
             launch.scheduled_for,
+            launch.attempt,
             spec["action"].as_str().unwrap_or("no action")
         );
         tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
-        if spec["fail"].as_bool() == Some(true) {
-            return Err(format!("node {node} failed"));
-        }
+        node_outcome(node, &spec, launch.attempt)?;
     }
     Ok(())
+}
+
+/// What the demo fields `fatal`, `fail` and `fail_until_attempt` make of a node.
+fn node_outcome(node: &str, spec: &serde_json::Value, attempt: u32) -> Result<(), Failure> {
+    if spec["fatal"].as_bool() == Some(true) {
+        return Err(Failure {
+            error: format!("node {node} failed fatally"),
+            retryable: false,
+        });
+    }
+    if spec["fail"].as_bool() == Some(true) {
+        return Err(Failure {
+            error: format!("node {node} failed"),
+            retryable: true,
+        });
+    }
+    match spec["fail_until_attempt"].as_u64() {
+        Some(until) if u64::from(attempt) < until => Err(Failure {
+            error: format!("node {node} failed on attempt {attempt} (fails until attempt {until})"),
+            retryable: true,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn demo_fields_decide_whether_a_node_fails_and_whether_to_retry() {
+        let retryable = |error: &str| {
+            Err(Failure {
+                error: error.into(),
+                retryable: true,
+            })
+        };
+        assert_eq!(node_outcome("a", &json!({"id": "a"}), 1), Ok(()));
+        assert_eq!(
+            node_outcome("a", &json!({"fail": true}), 3),
+            retryable("node a failed")
+        );
+        let flaky = json!({"fail_until_attempt": 3});
+        assert_eq!(
+            node_outcome("a", &flaky, 2),
+            retryable("node a failed on attempt 2 (fails until attempt 3)")
+        );
+        assert_eq!(node_outcome("a", &flaky, 3), Ok(()));
+        assert_eq!(
+            node_outcome("a", &json!({"fatal": true}), 1),
+            Err(Failure {
+                error: "node a failed fatally".into(),
+                retryable: false,
+            })
+        );
+    }
 }

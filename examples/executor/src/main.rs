@@ -1,7 +1,9 @@
 //! `kairos-executor`: the example executor's command line. See README.md beside it.
 
 use clap::Parser;
-use kairos_executor_example::{run, Reporter, Settings};
+use std::time::Duration;
+
+use kairos_executor_example::{run, Reporter, Settings, DEFAULT_HEARTBEAT_EVERY};
 
 /// Consume kairos launch messages, run their DAGs, report status.
 #[derive(Debug, Parser)]
@@ -27,6 +29,9 @@ struct Args {
     /// Subject prefix for NATS status reports.
     #[arg(long, default_value = "kairos")]
     subject_prefix: String,
+    /// Seconds between HEARTBEAT reports while a run works (default 10).
+    #[arg(long)]
+    heartbeat_every: Option<f64>,
 }
 
 #[tokio::main]
@@ -37,6 +42,13 @@ async fn main() -> anyhow::Result<()> {
         stream: args.stream,
         durable: args.durable,
         executor_id: args.executor_id,
+        heartbeat_every: match args.heartbeat_every {
+            Some(seconds) => Duration::try_from_secs_f64(seconds)
+                .ok()
+                .filter(|every| !every.is_zero())
+                .ok_or_else(|| anyhow::anyhow!("--heartbeat-every must be above 0"))?,
+            None => DEFAULT_HEARTBEAT_EVERY,
+        },
     };
     let reporter = match args.kairos_url {
         Some(base_url) => Reporter::Http {

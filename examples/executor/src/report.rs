@@ -10,6 +10,8 @@ use serde::Serialize;
 pub enum Status {
     /// The run began.
     Started,
+    /// The run is still working (sent every `heartbeat_every` while it runs).
+    Heartbeat,
     /// The run ended well.
     Success,
     /// The run ended badly.
@@ -23,28 +25,43 @@ pub struct StatusUpdate {
     pub status: Status,
     /// Which executor sends it.
     pub executor_id: String,
+    /// The `attempt` of the launch message it is about; kairos ignores a report about
+    /// another attempt than the one in progress.
+    pub attempt: u32,
     /// The run's key; sent on NATS only (on HTTP it is in the path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `FAILED`: `Some(false)` when another attempt cannot help (kairos dead-letters the
+    /// run at once); absent, the schedule's retry policy decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
 }
 
 impl StatusUpdate {
-    /// A status from `executor_id`.
-    pub fn new(status: Status, executor_id: &str) -> Self {
+    /// A status about `attempt` from `executor_id`.
+    pub fn new(status: Status, executor_id: &str, attempt: u32) -> Self {
         StatusUpdate {
             status,
             executor_id: executor_id.to_string(),
+            attempt,
             idempotency_key: None,
             error: None,
+            retryable: None,
         }
     }
 
     /// Adds the failure reason.
     pub fn with_error(mut self, error: &str) -> Self {
         self.error = Some(error.to_string());
+        self
+    }
+
+    /// Says that another attempt cannot help (`"retryable": false`).
+    pub fn not_retryable(mut self) -> Self {
+        self.retryable = Some(false);
         self
     }
 }
@@ -54,7 +71,8 @@ impl StatusUpdate {
 pub enum Outcome {
     /// Recorded (or already recorded: statuses are idempotent).
     Accepted,
-    /// Another executor's STARTED owns this run: do not run it (HTTP 409).
+    /// Refused with HTTP 409: another executor's STARTED owns this run, or kairos takes no
+    /// report about it now (it waits for its next attempt, say). Do not run it.
     OwnedByAnother,
 }
 

@@ -1,6 +1,6 @@
 //! The example executor against a real nats-server: launch messages published by kairos's
-//! own launcher are run in dependency order and reported STARTED then SUCCESS/FAILED on the
-//! NATS status subject, and acknowledged.
+//! own launcher are run in dependency order and reported STARTED then SUCCESS/FAILED (with
+//! the launch's attempt) on the NATS status subject, and acknowledged.
 
 mod support;
 
@@ -26,6 +26,7 @@ async fn runs_launches_and_reports_status_on_nats() {
         stream: "KAIROS_LAUNCH".into(),
         durable: "executor-under-test".into(),
         executor_id: "exec-1".into(),
+        heartbeat_every: Duration::from_millis(200),
     };
     let reporter = Reporter::Nats {
         jetstream: js.clone(),
@@ -51,6 +52,10 @@ async fn runs_launches_and_reports_status_on_nats() {
             .to_string();
         assert_eq!(body["idempotency_key"], key.as_str());
         assert_eq!(body["executor_id"], "exec-1");
+        assert_eq!(
+            body["attempt"], 1,
+            "every report echoes the launch's attempt"
+        );
         by_key.entry(key).or_default().push(body);
     }
     let status = |key: &str| -> Vec<String> {

@@ -57,6 +57,10 @@ async fn python_executor_runs_launches_and_reports_status() {
         let message = statuses.get_raw_message(seq).await.expect("status");
         let body: Value = serde_json::from_slice(&message.payload).expect("json");
         assert_eq!(body["executor_id"], "py-1");
+        assert_eq!(
+            body["attempt"], 1,
+            "every report echoes the launch's attempt"
+        );
         let key = body["idempotency_key"].as_str().expect("key").to_string();
         seen.push((key, body["status"].as_str().expect("status").to_string()));
     }
