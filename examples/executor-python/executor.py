@@ -165,7 +165,9 @@ async def main():
     while args.max_runs == 0 or handled < args.max_runs:
         try:
             messages = await sub.fetch(10, timeout=1)
-        except nats.errors.TimeoutError:
+        # nats-py raises its own TimeoutError, or asyncio's when a fetch of several messages
+        # runs out of time between two of them: both mean "nothing more right now".
+        except (nats.errors.TimeoutError, asyncio.TimeoutError):
             continue
         for message in messages:
             try:

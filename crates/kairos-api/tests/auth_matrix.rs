@@ -45,6 +45,10 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("GET", "/runs/k1", Who::AnyRole),
     ("POST", "/runs/k1/retry", Who::Deployer),
     ("GET", "/dead-letters", Who::AnyRole),
+    ("PUT", "/calendars/c1", Who::Deployer),
+    ("GET", "/calendars/c1", Who::AnyRole),
+    ("DELETE", "/calendars/c1", Who::Deployer),
+    ("GET", "/calendars", Who::AnyRole),
     ("POST", "/run-launcher/start", Who::Executor),
     ("GET", "/healthz", Who::Anyone),
     ("GET", "/readyz", Who::Anyone),
@@ -61,6 +65,7 @@ fn template(path: &str) -> String {
             (Some("workflows"), 2, _) => "{id}",
             (Some("workflows"), 4, _) => "{version}",
             (Some("runs"), 2, _) => "{key}",
+            (Some("calendars"), 2, _) => "{name}",
             _ => part,
         });
     }

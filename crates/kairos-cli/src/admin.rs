@@ -197,7 +197,9 @@ fn runs_request(verb: &RunsVerb) -> Request {
     }
 }
 
-fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(crate) fn block_on<T>(
+    future: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -206,7 +208,11 @@ fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> 
 }
 
 /// Sends one request; `None` for a 204.
-async fn call(url: &str, token: Option<&str>, request: Request) -> anyhow::Result<Option<Value>> {
+pub(crate) async fn call(
+    url: &str,
+    token: Option<&str>,
+    request: Request,
+) -> anyhow::Result<Option<Value>> {
     let client = reqwest::Client::new();
     let base = url.trim_end_matches('/');
     let (method, path, query, body) = request;
@@ -226,7 +232,7 @@ async fn call(url: &str, token: Option<&str>, request: Request) -> anyhow::Resul
     answer(response).await
 }
 
-type Request = (Method, String, Vec<(&'static str, String)>, Option<Value>);
+pub(crate) type Request = (Method, String, Vec<(&'static str, String)>, Option<Value>);
 
 fn request(verb: &Verb) -> Request {
     let pause = |id: &str, paused: bool| json!({ "schedule_id": id, "paused": paused });
@@ -277,7 +283,7 @@ fn request(verb: &Verb) -> Request {
 
 /// Percent-encodes a path segment (ids are plain ASCII when valid; anything else is
 /// escaped so the server names the bad id instead of routing elsewhere).
-fn segment(id: &str) -> String {
+pub(crate) fn segment(id: &str) -> String {
     id.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),

@@ -2,6 +2,7 @@
 //! No business logic lives here.
 
 mod admin;
+mod calendars;
 mod config;
 mod dispatch;
 mod migrate;
@@ -31,6 +32,8 @@ enum Command {
     Migrate(migrate::Args),
     /// Admin verbs on schedules, over the HTTP API.
     Schedules(admin::Args),
+    /// Named exclusion calendars (`put`, `get`, `delete`, `list`), over the HTTP API.
+    Calendars(calendars::Args),
     /// Admin verbs on runs (`runs list`, `runs retry`, `runs dead-letters`), over the HTTP API.
     Runs(admin::RunsArgs),
 }
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => exit(migrate::run(&args)),
         Command::Schedules(args) => exit(admin::run(&args)),
         Command::Runs(args) => exit(admin::run_runs(&args)),
+        Command::Calendars(args) => exit(calendars::run(&args)),
     }
 }
 

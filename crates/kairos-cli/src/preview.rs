@@ -1,10 +1,18 @@
-//! `kairos preview EXPR --tz ZONE [-n N] [--after RFC3339] [--json]`: offline evaluation of a
-//! spec with the same core the planner uses. Exit 2 with one line on stderr for bad input.
+//! `kairos preview EXPR --tz ZONE [-n N] [--after RFC3339] [--json] [--exclude E]...
+//! [--calendar-file F]... [--roll R] [--dst-gap G] [--dst-fold F]`: offline evaluation of a
+//! spec with the same core the planner uses, calendar rules included. Exit 2 with one line
+//! on stderr for bad input.
 
 use std::process::ExitCode;
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use chrono::{DateTime, SecondsFormat, Utc};
-use kairos_core::{parse_zone, Spec, Timetable};
+use kairos_core::{
+    parse_date, parse_zone, DstFold, DstGap, Exclusion, Exclusions, NamedCalendar, Roll, Spec,
+    Timetable,
+};
 
 /// Arguments of `kairos preview`.
 #[derive(Debug, clap::Args)]
@@ -24,6 +32,24 @@ pub struct Args {
     /// Print `{"fire_times": [...]}` instead of one time per line.
     #[arg(long)]
     json: bool,
+    /// Exclude a date (`2026-12-25`), a range (`2026-12-24..2026-12-26`) or the times of a
+    /// cron expression in the zone (`* * * * SAT,SUN`). Repeatable.
+    #[arg(long = "exclude", value_name = "ENTRY")]
+    exclude: Vec<String>,
+    /// Exclude the dates of a calendar file: the body of `PUT /calendars/{name}`
+    /// (`{"dates": [...], "description": ...}`). Repeatable.
+    #[arg(long = "calendar-file", value_name = "FILE")]
+    calendar_files: Vec<PathBuf>,
+    /// Move a tick on an excluded date to the next (`forward`) or previous (`backward`) free
+    /// date at the same wall time (`none`: drop it).
+    #[arg(long)]
+    roll: Option<String>,
+    /// A wall time the clocks skip: `shift` to the jump or `skip` it.
+    #[arg(long)]
+    dst_gap: Option<String>,
+    /// A wall time that happens twice: fire at the `first`, the `last` or `both`.
+    #[arg(long)]
+    dst_fold: Option<String>,
 }
 
 /// Runs the preview; exit code 2 on invalid input.
@@ -51,12 +77,99 @@ fn fire_times(args: &Args) -> Result<Vec<String>, String> {
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    let timetable = Timetable::new(spec, zone, after);
+    let timetable = rules(args, &spec, Timetable::new(spec.clone(), zone, after))?;
+    if let Some(date) = timetable.unrollable_date(after) {
+        return Err(format!(
+            "--roll: the tick on {date} finds no date that is not excluded within {} days",
+            kairos_core::MAX_ROLL_DAYS
+        ));
+    }
     Ok(timetable
         .ticks_after(after)
         .take(args.count)
         .map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true))
         .collect())
+}
+
+/// The timetable with the calendar rules of the flags (the same rules an upsert takes).
+fn rules(args: &Args, spec: &Spec, timetable: Timetable) -> Result<Timetable, String> {
+    let entries = args
+        .exclude
+        .iter()
+        .map(|text| Exclusion::parse(text).map_err(|err| format!("--exclude {text:?}: {err}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let calendars = args
+        .calendar_files
+        .iter()
+        .map(|path| calendar_file(path).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()?;
+    let policy = |flag: &str, value: &Option<String>| -> Result<(), String> {
+        if value.is_some() && spec.job_kind().is_none() {
+            return Err(format!(
+                "{flag} applies to cron specs only: @every and @at ticks are instants"
+            ));
+        }
+        Ok(())
+    };
+    policy("--roll", &args.roll)?;
+    policy("--dst-gap", &args.dst_gap)?;
+    policy("--dst-fold", &args.dst_fold)?;
+    let roll: Roll = match args.roll.as_deref() {
+        Some(text) => text
+            .trim()
+            .parse()
+            .map_err(|err| format!("--roll: {err}"))?,
+        None => Roll::None,
+    };
+    let gap: Option<DstGap> = args
+        .dst_gap
+        .as_deref()
+        .map(|text| {
+            text.trim()
+                .parse()
+                .map_err(|err| format!("--dst-gap: {err}"))
+        })
+        .transpose()?;
+    let fold: Option<DstFold> = args
+        .dst_fold
+        .as_deref()
+        .map(|text| {
+            text.trim()
+                .parse()
+                .map_err(|err| format!("--dst-fold: {err}"))
+        })
+        .transpose()?;
+    Ok(timetable
+        .exclude(Exclusions::new(entries, calendars))
+        .roll(roll)
+        .dst(gap, fold))
+}
+
+/// A calendar file: `{"dates": ["2026-12-25", ...], "description": "..."}`, named after the
+/// file.
+fn calendar_file(path: &Path) -> Result<NamedCalendar, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("--calendar-file {shown}: cannot read it: {err}"))?;
+    let body: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|err| format!("--calendar-file {shown}: not JSON: {err}"))?;
+    let Some(dates) = body["dates"].as_array() else {
+        return Err(format!(
+            "--calendar-file {shown}: needs \"dates\": an array of YYYY-MM-DD dates"
+        ));
+    };
+    let dates = dates
+        .iter()
+        .map(|date| {
+            let text = date.as_str().unwrap_or_default();
+            parse_date(text).map_err(|err| format!("--calendar-file {shown}: {err}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let name = path.file_stem().map_or_else(
+        || "calendar".to_string(),
+        |stem| stem.to_string_lossy().into_owned(),
+    );
+    NamedCalendar::new(name, dates).map_err(|err| format!("--calendar-file {shown}: {err}"))
 }
 
 fn print(args: &Args, times: &[String]) {

@@ -93,6 +93,38 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
+    // Calendars: put (dates here and a description), get, list, delete.
+    let put = stdout(&kairos(
+        port,
+        &[
+            "calendars",
+            "put",
+            "holidays",
+            "--date",
+            "2026-12-25",
+            "--date",
+            "2026-12-26",
+            "--description",
+            "Christmas",
+        ],
+    ));
+    let put: serde_json::Value = serde_json::from_str(&put).expect("put prints JSON");
+    assert_eq!(
+        put["dates"],
+        serde_json::json!(["2026-12-25", "2026-12-26"])
+    );
+    let listed = stdout(&kairos(port, &["calendars", "list"]));
+    assert!(
+        listed.contains("holidays") && listed.contains("Christmas"),
+        "{listed}"
+    );
+    assert!(stdout(&kairos(port, &["calendars", "get", "holidays"])).contains("2026-12-26"));
+    assert_eq!(
+        stdout(&kairos(port, &["calendars", "delete", "holidays"])),
+        "deleted\n"
+    );
+    let gone = kairos(port, &["calendars", "get", "holidays"]);
+    assert!(!gone.status.success(), "a deleted calendar is gone");
     assert!(
         served.child.try_wait().expect("wait").is_none(),
         "serve (with the retention role) is still running"

@@ -91,3 +91,60 @@ fn exhausted_expression_prints_an_empty_list() {
         "{\"fire_times\":[]}\n"
     );
 }
+
+/// "9:00 on the first business day of the month": weekends excluded, a holiday calendar
+/// file, ticks rolled forward.
+#[test]
+fn calendar_flags_exclude_and_roll_offline() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let holidays = dir.path().join("holidays.json");
+    std::fs::write(
+        &holidays,
+        r#"{"dates": ["2026-04-01"], "description": "test"}"#,
+    )
+    .expect("write calendar");
+    let output = preview(&[
+        "0 9 1 * *",
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-02-15T00:00:00Z",
+        "-n",
+        "3",
+        "--exclude",
+        "* * * * SAT,SUN",
+        "--calendar-file",
+        holidays.to_str().expect("utf-8 path"),
+        "--roll",
+        "forward",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("utf-8"),
+        // 1 March 2026 is a Sunday; 1 April a holiday; 1 May a Friday.
+        "2026-03-02T09:00:00Z\n2026-04-02T09:00:00Z\n2026-05-01T09:00:00Z\n"
+    );
+}
+
+#[test]
+fn bad_calendar_flags_exit_2_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["0 9 * * *", "--exclude", "2026-13-01"], "--exclude"),
+        (vec!["@every 1h", "--roll", "forward"], "--roll"),
+        (vec!["0 9 * * *", "--dst-gap", "sideways"], "--dst-gap"),
+        (vec!["0 9 * * *", "--dst-fold", "middle"], "--dst-fold"),
+        (
+            vec!["0 9 * * *", "--calendar-file", "/nonexistent/cal.json"],
+            "--calendar-file",
+        ),
+    ] {
+        let output = preview(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let line = stderr_line(&output);
+        assert!(line.contains(flag), "{args:?}: {line}");
+    }
+}
