@@ -16,6 +16,7 @@
 mod exclusion;
 mod id;
 mod key;
+mod names;
 mod plan;
 mod policy;
 mod problem;
@@ -31,11 +32,12 @@ pub use exclusion::{
 };
 pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
+pub use names::UnknownName;
 pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERATED};
 pub use policy::{CatchupPolicy, DstFold, DstGap, OverlapPolicy, PolicyError, Roll};
 pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
-pub use run::{Reported, RunSource, RunStatus, UnknownName};
+pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{
     DstNote, Excluded, MinGap, Occurrence, RuleSource, TickNote, Ticks, Timetable,

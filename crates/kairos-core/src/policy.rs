@@ -1,19 +1,9 @@
 //! Schedule policies by name, as stored and as sent over the API.
 
-use std::fmt;
-use std::str::FromStr;
+use crate::names::named_enum;
 
-/// An unknown policy name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field} {value:?} is not one of: {allowed}")]
-pub struct PolicyError {
-    /// The field: `overlap_policy`, `catchup_policy`, `roll`, `dst_gap` or `dst_fold`.
-    pub field: &'static str,
-    /// The value given.
-    pub value: String,
-    /// The accepted names.
-    pub allowed: &'static str,
-}
+/// An unknown policy name (the one error of every named enum).
+pub type PolicyError = crate::UnknownName;
 
 /// What happens when a tick is due while an earlier run of the schedule is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -72,54 +62,18 @@ pub enum DstFold {
     Both,
 }
 
-macro_rules! named_policy {
-    ($ty:ident, $field:literal, $allowed:literal, { $($variant:ident => $name:literal),+ }) => {
-        impl $ty {
-            /// The policy's name as stored and sent.
-            pub fn as_str(self) -> &'static str {
-                match self { $($ty::$variant => $name),+ }
-            }
-        }
-
-        impl FromStr for $ty {
-            type Err = PolicyError;
-
-            fn from_str(value: &str) -> Result<Self, PolicyError> {
-                match value {
-                    $($name => Ok($ty::$variant),)+
-                    _ => Err(PolicyError { field: $field, value: value.to_string(), allowed: $allowed }),
-                }
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = PolicyError;
-
-            fn try_from(value: String) -> Result<Self, PolicyError> {
-                value.parse()
-            }
-        }
-
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-named_policy!(OverlapPolicy, "overlap_policy", "allow, skip, queue", {
+named_enum!(OverlapPolicy, "overlap_policy", "allow, skip, queue", {
     Allow => "allow", Skip => "skip", Queue => "queue"
 });
-named_policy!(CatchupPolicy, "catchup_policy", "none, fire_immediately, spread", {
+named_enum!(CatchupPolicy, "catchup_policy", "none, fire_immediately, spread", {
     None => "none", FireImmediately => "fire_immediately", Spread => "spread"
 });
-named_policy!(Roll, "roll", "none, forward, backward", {
+named_enum!(Roll, "roll", "none, forward, backward", {
     None => "none", Forward => "forward", Backward => "backward"
 });
-named_policy!(DstGap, "dst_gap", "shift, skip", {
+named_enum!(DstGap, "dst_gap", "shift, skip", {
     Shift => "shift", Skip => "skip"
 });
-named_policy!(DstFold, "dst_fold", "first, last, both", {
+named_enum!(DstFold, "dst_fold", "first, last, both", {
     First => "first", Last => "last", Both => "both"
 });

@@ -5,17 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A text that names no variant of a lifecycle enum.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} {value:?} is not one of: {allowed}")]
-pub struct UnknownName {
-    /// What was being named (`status`, `source`).
-    pub what: &'static str,
-    /// The text given.
-    pub value: String,
-    /// The accepted names.
-    pub allowed: &'static str,
-}
+use crate::names::named_enum;
+use crate::UnknownName;
 
 /// Where a run is in its lifecycle. `docs/run_state_machine.md` draws the transitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,50 +131,14 @@ impl Reported {
     }
 }
 
-macro_rules! named {
-    ($ty:ident, $what:literal, $allowed:literal, { $($variant:ident => $name:literal),+ }) => {
-        impl $ty {
-            /// The name as stored and sent.
-            pub fn as_str(self) -> &'static str {
-                match self { $($ty::$variant => $name),+ }
-            }
-        }
-
-        impl FromStr for $ty {
-            type Err = UnknownName;
-
-            fn from_str(value: &str) -> Result<Self, UnknownName> {
-                match value {
-                    $($name => Ok($ty::$variant),)+
-                    _ => Err(UnknownName { what: $what, value: value.to_string(), allowed: $allowed }),
-                }
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = UnknownName;
-
-            fn try_from(value: String) -> Result<Self, UnknownName> {
-                value.parse()
-            }
-        }
-
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-named!(RunStatus, "status",
+named_enum!(RunStatus, "status",
     "PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED, TIMED_OUT, SKIPPED, CANCELLED, \
      RETRYING", {
     Pending => "PENDING", Queued => "QUEUED", Enqueued => "ENQUEUED", Started => "STARTED",
     Success => "SUCCESS", Failed => "FAILED", TimedOut => "TIMED_OUT", Skipped => "SKIPPED",
     Cancelled => "CANCELLED", Retrying => "RETRYING"
 });
-named!(RunSource, "source", "schedule, manual, backfill, api", {
+named_enum!(RunSource, "source", "schedule, manual, backfill, api", {
     Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api"
 });
 impl Reported {
@@ -199,7 +154,7 @@ impl FromStr for Reported {
     fn from_str(value: &str) -> Result<Self, UnknownName> {
         let reported = Reported::ALL.into_iter().find(|r| r.as_str() == value);
         reported.ok_or_else(|| UnknownName {
-            what: "status",
+            field: "status",
             value: value.to_string(),
             allowed: "STARTED, HEARTBEAT, SUCCESS, FAILED",
         })
@@ -222,7 +177,7 @@ mod tests {
             assert_eq!(status.as_str().parse::<RunStatus>(), Ok(status));
         }
         let err = "DONE".parse::<RunStatus>().expect_err("unknown");
-        assert_eq!(err.what, "status");
+        assert_eq!(err.field, "status");
     }
 
     #[test]
