@@ -24,6 +24,22 @@ async fn replicas_of(launcher: &NatsLauncher, stream: &str) -> usize {
     info.config.num_replicas
 }
 
+/// Binds the status consumer, retrying for at most 20 s as the `status` role does: right
+/// after the status stream is scaled up, its consumer is scaled up too and elects a leader,
+/// and a consumer request can time out meanwhile.
+async fn status_consumer(launcher: &NatsLauncher) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match StatusConsumer::connect(launcher, STATUS_STREAM, "kairos").await {
+            Ok(_) => return,
+            Err(err) if err.is_retryable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(err) => panic!("status stream with three replicas: {err:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn three_replicas_on_a_single_server_is_refused_naming_the_setting() {
     let server = NatsServer::start();
@@ -59,9 +75,7 @@ async fn a_cluster_gets_three_replicas_of_every_stream_and_existing_streams_are_
     let launcher = NatsLauncher::connect(config(cluster.urls(), 3))
         .await
         .expect("connect with three replicas");
-    StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
-        .await
-        .expect("status stream with three replicas");
+    status_consumer(&launcher).await;
     for stream in ["KAIROS_LAUNCH", "KAIROS_DLQ", STATUS_STREAM] {
         assert_eq!(replicas_of(&launcher, stream).await, 3, "{stream}");
     }
