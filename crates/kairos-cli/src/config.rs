@@ -91,6 +91,9 @@ pub struct NatsConfig {
     pub subject_prefix: String,
     /// The stream's duplicate window in seconds; must exceed `scheduler.launch_deadline_s`.
     pub duplicate_window_s: u64,
+    /// Copies the cluster keeps of the launch, status and dead-letter streams: 1, or 3 on a
+    /// cluster of at least 3 JetStream servers (checked when connecting).
+    pub replicas: usize,
     /// CA bundle (PEM) to trust for TLS.
     pub tls_ca: Option<PathBuf>,
     /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
@@ -246,6 +249,7 @@ impl fmt::Debug for NatsConfig {
             .field("stream", &self.stream)
             .field("subject_prefix", &self.subject_prefix)
             .field("duplicate_window_s", &self.duplicate_window_s)
+            .field("replicas", &self.replicas)
             .field("tls_ca", &self.tls_ca)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
@@ -435,6 +439,11 @@ impl Config {
             ));
         }
         positive("nats.duplicate_window_s", nats.duplicate_window_s)?;
+        // Two replicas survive no more failures than one (a quorum of two needs both), and
+        // more than three is not what we test: 1 or 3 only.
+        if !matches!(nats.replicas, 1 | 3) {
+            return Err(invalid("nats.replicas", "must be 1 or 3"));
+        }
         // Invariant 2 of DESIGN.md §2: a retry may re-publish up to the launch deadline after
         // the first attempt, and must still land in the dedup window.
         if nats.duplicate_window_s <= self.scheduler.launch_deadline_s {

@@ -24,6 +24,7 @@ pub fn nats_config(config: &Config) -> NatsConfig {
     launcher.stream = nats.stream.clone();
     launcher.subject_prefix = nats.subject_prefix.clone();
     launcher.duplicate_window = Duration::from_secs(nats.duplicate_window_s);
+    launcher.replicas = nats.replicas;
     launcher.tls_ca = nats.tls_ca.clone();
     launcher.tls_client = nats.tls_cert.clone().zip(nats.tls_key.clone());
     launcher.creds_file = nats.creds_file.clone();

@@ -34,6 +34,17 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The cluster cannot hold the configured number of stream replicas (too few servers,
+    /// or a single server): a deployment problem, not fixed by retrying the same publish.
+    #[error(
+        "nats.replicas = {asked} needs a JetStream cluster of at least {asked} servers, but {reported}"
+    )]
+    Replicas {
+        /// The replica count asked for (`nats.replicas`).
+        asked: usize,
+        /// What the server reported.
+        reported: String,
+    },
     /// Publishing failed or the acknowledgement did not arrive; the message may or may not
     /// be stored, so retry with the same message id.
     #[error("publish to jetstream failed: {reason}")]

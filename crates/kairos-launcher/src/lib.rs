@@ -12,6 +12,7 @@ mod link;
 mod memory;
 mod message;
 mod nats;
+mod replicas;
 pub mod status;
 
 use std::future::Future;

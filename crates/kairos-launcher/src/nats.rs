@@ -6,6 +6,8 @@
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
 //! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
 //!   which applies back-pressure), then every acknowledgement is awaited.
+//! - `replicas` (1 or 3) applies to the launch, dead-letter and status streams. With more
+//!   than one, the cluster is checked before any stream is created (see [`crate::replicas`]).
 //! - A timeout does not mean the message was not stored: callers retry with the same
 //!   `Nats-Msg-Id`, and a `duplicate` acknowledgement counts as success.
 
@@ -22,7 +24,7 @@ use crate::{DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 /// How to reach NATS and shape the stream. Fields mirror the `[nats]` config section.
 #[derive(Debug, Clone)]
 pub struct NatsConfig {
-    /// Server URL, e.g. `nats://127.0.0.1:4222`.
+    /// Server URL, e.g. `nats://127.0.0.1:4222`, or several comma-separated (a cluster).
     pub url: String,
     /// Stream name (`KAIROS_LAUNCH`).
     pub stream: String,
@@ -36,6 +38,9 @@ pub struct NatsConfig {
     pub max_inflight: usize,
     /// How long to wait for one acknowledgement.
     pub ack_timeout: Duration,
+    /// Copies of each stream (launch, dead-letter and status) the cluster keeps: 1, or 3 on
+    /// a cluster of at least 3 JetStream servers.
+    pub replicas: usize,
     /// CA certificate to trust (TLS).
     pub tls_ca: Option<PathBuf>,
     /// Client certificate and key (mutual TLS).
@@ -59,6 +64,7 @@ impl NatsConfig {
             duplicate_window: Duration::from_secs(900),
             max_inflight: 4_096,
             ack_timeout: Duration::from_secs(5),
+            replicas: 1,
             tls_ca: None,
             tls_client: None,
             creds_file: None,
@@ -80,9 +86,12 @@ impl NatsLauncher {
     ///
     /// # Errors
     /// [`Error::Connect`] when the server cannot be reached, [`Error::Credentials`] for an
-    /// unreadable creds file, [`Error::Stream`] when the stream cannot be created or updated.
+    /// unreadable creds file, [`Error::Replicas`] when the cluster has fewer servers than
+    /// `replicas`, [`Error::Stream`] when the stream cannot be created or updated.
     pub async fn connect(config: NatsConfig) -> Result<Self> {
-        let client = async_nats::connect_with_options(&config.url, connect_options(&config).await?)
+        // `url` may list a cluster's servers, comma-separated: each is a seed to try.
+        let seeds: Vec<&str> = config.url.split(',').map(str::trim).collect();
+        let client = async_nats::connect_with_options(seeds, connect_options(&config).await?)
             .await
             .map_err(|source| Error::Connect {
                 url: config.url.clone(),
@@ -94,15 +103,17 @@ impl NatsLauncher {
             .backpressure_on_inflight(true)
             .build(client);
         let launcher = NatsLauncher { jetstream, config };
+        crate::replicas::check(&launcher).await?;
         launcher.ensure_stream().await?;
         Ok(launcher)
     }
 
     /// Creates the launch and dead-letter streams, or brings existing ones to the configured
-    /// subjects and window.
+    /// subjects, window and replica count.
     ///
     /// # Errors
-    /// [`Error::Stream`] with the server's reason.
+    /// [`Error::Replicas`] when the server refuses the replica count, [`Error::Stream`] with
+    /// the server's reason otherwise.
     pub async fn ensure_stream(&self) -> Result<()> {
         let prefix = &self.config.subject_prefix;
         for (name, subjects) in [
@@ -114,17 +125,46 @@ impl NatsLauncher {
                 subjects: vec![subjects],
                 duplicate_window: self.config.duplicate_window,
                 storage: stream::StorageType::File,
+                num_replicas: self.config.replicas,
                 ..Default::default()
             };
-            self.jetstream
-                .create_or_update_stream(config)
-                .await
-                .map_err(|err| Error::Stream {
-                    stream: name.clone(),
-                    reason: err.to_string(),
-                })?;
+            self.create_or_update(config).await?;
         }
         Ok(())
+    }
+
+    /// Creates stream `config.name`, or updates it to `config`, and checks that the server
+    /// kept the replica count asked for.
+    ///
+    /// An existing stream with another replica count is updated in place: a clustered
+    /// NATS server (2.9 and later) lets an update change `num_replicas`, adding peers (which
+    /// catch up from the leader) or removing them, while the stream stays available. A
+    /// single server refuses more than one replica when a stream is created but may accept
+    /// it silently on update, which is why [`crate::replicas::check`] runs first and the
+    /// answer is checked here.
+    pub(crate) async fn create_or_update(&self, config: stream::Config) -> Result<stream::Info> {
+        let name = config.name.clone();
+        let asked = config.num_replicas;
+        let info = self
+            .jetstream
+            .create_or_update_stream(config)
+            .await
+            .map_err(|err| crate::replicas::create_error(&name, asked, err))?;
+        if info.config.num_replicas.max(1) != asked.max(1) {
+            return Err(Error::Replicas {
+                asked,
+                reported: format!(
+                    "stream {name:?} was left with {} replica(s)",
+                    info.config.num_replicas
+                ),
+            });
+        }
+        Ok(info)
+    }
+
+    /// The settings this launcher was connected with.
+    pub(crate) fn config(&self) -> &NatsConfig {
+        &self.config
     }
 
     /// How many messages the stream holds now.

@@ -59,11 +59,13 @@ pub struct StatusConsumer {
 }
 
 impl StatusConsumer {
-    /// Creates (or updates) stream `stream` on `<prefix>.status.>` and binds the durable
-    /// consumer [`STATUS_CONSUMER`].
+    /// Creates (or updates) stream `stream` on `<prefix>.status.>`, with the launcher's
+    /// replica count, and binds the durable consumer [`STATUS_CONSUMER`] (which follows the
+    /// stream's replica count).
     ///
     /// # Errors
-    /// [`Error::Stream`] when the stream or consumer cannot be created.
+    /// [`Error::Replicas`] when the server refuses the replica count, [`Error::Stream`] when
+    /// the stream or consumer cannot be created.
     pub async fn connect(launcher: &NatsLauncher, stream: &str, prefix: &str) -> Result<Self> {
         let fail = |err: &dyn std::fmt::Display| Error::Stream {
             stream: stream.to_string(),
@@ -74,13 +76,13 @@ impl StatusConsumer {
             subjects: vec![format!("{prefix}.status.>")],
             retention: stream::RetentionPolicy::WorkQueue,
             storage: stream::StorageType::File,
+            // The same replica count as the launch stream (`nats.replicas`), checked against
+            // the cluster when the launcher connected.
+            num_replicas: launcher.config().replicas,
             ..Default::default()
         };
         let js = launcher.jetstream();
-        let stream_handle = js
-            .create_or_update_stream(config)
-            .await
-            .map_err(|e| fail(&e))?;
+        let stream_info = launcher.create_or_update(config).await?;
         let consumer = pull::Config {
             durable_name: Some(STATUS_CONSUMER.into()),
             ack_policy: AckPolicy::Explicit,
@@ -89,7 +91,7 @@ impl StatusConsumer {
             ..Default::default()
         };
         let stream_handle = js
-            .get_stream(&stream_handle.config.name)
+            .get_stream(&stream_info.config.name)
             .await
             .map_err(|e| fail(&e))?;
         let mut existing: jetstream::consumer::Consumer<pull::Config> = stream_handle

@@ -2,12 +2,15 @@
 //!
 //! [`NatsServer`] spawns a real `nats-server` with JetStream on a port of its own choosing
 //! and its own store directory, so tests run in parallel and can stop and restart their
-//! server. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
+//! server. [`NatsCluster`] is three of them routed into one JetStream cluster. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
 //! [`prometheus::sample`] reads one series out of a `/metrics` text.
 
+mod cluster;
 mod db;
 pub mod prometheus;
+mod protocol;
 
+pub use cluster::NatsCluster;
 pub use db::TestDb;
 /// For tests that read or write rows directly (the crates under test need no database
 /// client of their own).
@@ -46,7 +49,7 @@ impl NatsServer {
     pub fn start() -> NatsServer {
         let store = tempfile::tempdir().expect("temp dir for the JetStream store");
         let scratch = tempfile::tempdir().expect("temp dir for the ports file and log");
-        let mut child = spawn(None, store.path(), scratch.path());
+        let mut child = spawn(None, store.path(), scratch.path(), &[]);
         let port = match wait_for_ports_file(&mut child, scratch.path()) {
             Ok(port) => port,
             Err(reason) => {
@@ -87,7 +90,7 @@ impl NatsServer {
     pub fn restart(&mut self) {
         self.stop();
         remove_ports_files(self.scratch.path());
-        let mut child = spawn(Some(self.port), self.store.path(), self.scratch.path());
+        let mut child = spawn(Some(self.port), self.store.path(), self.scratch.path(), &[]);
         // The ports file carries our child's pid, so it proves that *our* server is
         // listening; a connection check alone would also succeed against whoever took
         // the port meanwhile.
@@ -111,9 +114,9 @@ impl Drop for NatsServer {
     }
 }
 
-/// Spawns `nats-server`; `port: None` lets it choose. Its log goes to `scratch/nats.log`,
-/// appended across restarts, so a failure can show why the server exited.
-fn spawn(port: Option<u16>, store: &Path, scratch: &Path) -> Child {
+/// Spawns `nats-server` with `extra` arguments; `port: None` lets it choose. Its log goes to
+/// `scratch/nats.log`, appended across restarts, so a failure can show why the server exited.
+fn spawn(port: Option<u16>, store: &Path, scratch: &Path, extra: &[String]) -> Child {
     let binary = std::env::var("KAIROS_NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
     let log = File::options()
         .create(true)
@@ -126,6 +129,7 @@ fn spawn(port: Option<u16>, store: &Path, scratch: &Path) -> Child {
         .arg(scratch)
         .arg("-sd")
         .arg(store)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -55,6 +55,7 @@ fn defaults_load_without_any_file_or_env() {
         assert_eq!(config.database.max_connections, 10);
         assert_eq!(config.nats.stream, "KAIROS_LAUNCH");
         assert_eq!(config.nats.subject_prefix, "kairos");
+        assert_eq!(config.nats.replicas, 1);
         assert_eq!(config.nats.token, None);
         assert_eq!(config.http.bind, "127.0.0.1:8080".parse().expect("addr"));
         assert_eq!(config.auth.mode, AuthMode::None);
@@ -294,6 +295,8 @@ fn rule_errors_name_their_key() {
             "nats.duplicate_window_s",
         ),
         ("[nats]\nstream = \"a.b\"\n", "nats.stream"),
+        ("[nats]\nreplicas = 2\n", "nats.replicas"),
+        ("[nats]\nreplicas = 0\n", "nats.replicas"),
         ("[nats]\nsubject_prefix = \"a..b\"\n", "nats.subject_prefix"),
         ("[nats]\ntls_cert = \"c.pem\"\n", "nats.tls_key"),
         ("[nats]\nuser = \"kairos\"\n", "nats.password"),
