@@ -1,5 +1,6 @@
 //! Handlers of the operator's run requests: `POST /schedules/{id}/trigger` and
-//! `POST /schedules/{id}/backfill` (DESIGN.md §4, §5).
+//! `POST /schedules/{id}/backfill` (DESIGN.md §4, §5), each with an optional
+//! `overlap_policy` for the runs it creates (a backfill defaults to `queue`).
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -24,9 +25,13 @@ pub(crate) async fn trigger(
 ) -> Result<Response, ApiError> {
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let request_id = fields.string("request_id", true);
+    let overlap = fields.string("overlap_policy", false);
     bad_request(fields.finish())?;
     let request_id = request_id.expect("required fields are present when there is no problem");
-    let triggered = state.registrar.trigger(&id, &request_id).await?;
+    let triggered = state
+        .registrar
+        .trigger(&id, &request_id, overlap.as_deref())
+        .await?;
     let status = if triggered.created {
         StatusCode::CREATED
     } else {
@@ -44,11 +49,15 @@ pub(crate) async fn backfill(
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let from = fields.time("from", true);
     let to = fields.time("to", true);
+    let overlap = fields.string("overlap_policy", false);
     bad_request(fields.finish())?;
     let (Some(from), Some(to)) = (from, to) else {
         unreachable!("required fields are present when there is no problem");
     };
-    let done = state.registrar.backfill(&id, from, to).await?;
+    let done = state
+        .registrar
+        .backfill(&id, from, to, overlap.as_deref())
+        .await?;
     Ok(Json(json!({
         "ticks": done.ticks,
         "created": done.created,

@@ -180,6 +180,7 @@ async fn runs_are_listed_newest_first_and_filtered_by_status() {
             fire_at: run_at,
             status,
             source: RunSource::Schedule,
+            overlap: None,
             workflow_id: "wa".into(),
             version: 1,
             user_id: "u1".into(),

@@ -62,6 +62,7 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
             fire_at: ts(at),
             status: RunStatus::Pending,
             source: RunSource::Schedule,
+            overlap: None,
             workflow_id: "wa".into(),
             version: 1,
             user_id: "u1".into(),

@@ -13,7 +13,7 @@
 //! Both work on paused schedules too: they are explicit requests.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use kairos_core::{RunKey, RunSource, RunStatus};
+use kairos_core::{OverlapPolicy, RunKey, RunSource, RunStatus};
 use kairos_store::planning::{self, RunRows};
 use kairos_store::runs::{self, NewRun, Run};
 use kairos_store::schedules as store;
@@ -51,12 +51,19 @@ pub struct Backfilled {
 
 impl Registrar {
     /// Creates a run of `schedule_id` now, keyed on `request_id`, or answers the run that
-    /// request id created before.
+    /// request id created before. `overlap_policy` overrides the schedule's for this run;
+    /// a paused schedule can be triggered.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad id; [`Error::NotFound`]; [`Error::Store`].
-    pub async fn trigger(&self, schedule_id: &str, request_id: &str) -> Result<Triggered> {
+    /// [`Error::Invalid`] for a bad id or policy; [`Error::NotFound`]; [`Error::Store`].
+    pub async fn trigger(
+        &self,
+        schedule_id: &str,
+        request_id: &str,
+        overlap_policy: Option<&str>,
+    ) -> Result<Triggered> {
         check_id(schedule_id)?;
+        let overlap = overlap_override(overlap_policy)?;
         kairos_core::validate_id("request_id", request_id)
             .map_err(|err| Error::invalid("request_id", err.to_string()))?;
         let mut tx = Tx::begin(&self.pool).await?;
@@ -73,6 +80,7 @@ impl Registrar {
             fire_at: now,
             status: RunStatus::Pending,
             source: RunSource::Manual,
+            overlap,
             workflow_id: schedule.workflow_id,
             version: schedule.version,
             user_id: schedule.user_id,
@@ -97,18 +105,22 @@ impl Registrar {
         })
     }
 
-    /// Writes the runs of the schedule's ticks in `[from, to]` that have none yet.
+    /// Writes the runs of the schedule's ticks in `[from, to]` that have none yet. They run
+    /// under `overlap_policy`, by default `queue`: every backfilled tick runs, one after
+    /// another, in tick order (their `fire_at` is now plus a microsecond per tick).
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad id, `to` before `from` or in the future, or more than
-    /// [`BACKFILL_MAX_TICKS`] ticks; [`Error::NotFound`]; [`Error::Store`].
+    /// [`Error::Invalid`] for a bad id or policy, `to` before `from` or in the future, or
+    /// more than [`BACKFILL_MAX_TICKS`] ticks; [`Error::NotFound`]; [`Error::Store`].
     pub async fn backfill(
         &self,
         schedule_id: &str,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        overlap_policy: Option<&str>,
     ) -> Result<Backfilled> {
         check_id(schedule_id)?;
+        let overlap = overlap_override(overlap_policy)?.unwrap_or(OverlapPolicy::Queue);
         if to < from {
             return Err(Error::invalid(
                 "to",
@@ -151,17 +163,19 @@ impl Registrar {
             ));
         }
         let mut rows = RunRows::default();
-        for tick in &ticks {
+        for (order, tick) in ticks.iter().enumerate() {
             rows.idempotency_keys
                 .push(RunKey::tick(schedule_id, *tick).as_str().to_string());
             rows.schedule_ids.push(schedule.schedule_id.clone());
             rows.run_ats.push(*tick);
-            rows.fire_ats.push(now);
+            rows.fire_ats
+                .push(now + TimeDelta::microseconds(i64::try_from(order).unwrap_or(0)));
             rows.workflow_ids.push(schedule.workflow_id.clone());
             rows.versions.push(schedule.version);
             rows.user_ids.push(schedule.user_id.clone());
         }
-        let created = planning::insert_runs(&mut *tx, &rows, RunSource::Backfill, now).await?;
+        let created =
+            planning::insert_runs(&mut *tx, &rows, RunSource::Backfill, Some(overlap), now).await?;
         if created > 0 {
             wakeups::runs_due(&mut *tx).await?;
         }
@@ -178,4 +192,13 @@ impl Registrar {
 fn whole_seconds(at: DateTime<Utc>) -> DateTime<Utc> {
     at.duration_trunc(TimeDelta::seconds(1))
         .expect("an instant truncates to seconds")
+}
+
+/// A request's `overlap_policy`, checked.
+fn overlap_override(text: Option<&str>) -> Result<Option<OverlapPolicy>> {
+    text.map(|text| {
+        text.parse::<OverlapPolicy>()
+            .map_err(|err| Error::invalid("overlap_policy", err.to_string()))
+    })
+    .transpose()
 }

@@ -50,6 +50,7 @@ async fn plant(pool: &PgPool, schedule_id: &str, run_at: &str) -> String {
         fire_at: run_at,
         status: RunStatus::Pending,
         source: RunSource::Schedule,
+        overlap: None,
         workflow_id: "wf".into(),
         version: 1,
         user_id: "u1".into(),

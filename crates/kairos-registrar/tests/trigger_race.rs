@@ -38,7 +38,10 @@ async fn a_run_deleted_by_retention_during_trigger_is_a_conflict_not_a_panic() {
         ..ScheduleInput::default()
     };
     registrar.upsert(&input).await.expect("upsert");
-    let first = registrar.trigger("s1", "r1").await.expect("first trigger");
+    let first = registrar
+        .trigger("s1", "r1", None)
+        .await
+        .expect("first trigger");
     assert!(first.created);
     sqlx::query("update schedule_runs set status = 'SUCCESS' where source = 'manual'")
         .execute(&pool)
@@ -65,7 +68,7 @@ async fn a_run_deleted_by_retention_during_trigger_is_a_conflict_not_a_panic() {
             .expect("retention deletes the run")
             .rows_affected()
     };
-    let (again, deleted) = tokio::join!(registrar.trigger("s1", "r1"), retention);
+    let (again, deleted) = tokio::join!(registrar.trigger("s1", "r1", None), retention);
     assert_eq!(deleted, 1, "the run was deleted while the trigger held");
     assert!(
         matches!(again, Err(Error::Conflict { ref detail }) if detail.contains("retention")),

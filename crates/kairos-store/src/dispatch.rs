@@ -53,7 +53,8 @@ pub struct Claimed {
     pub version: i32,
     /// The user to launch as.
     pub user_id: String,
-    /// The schedule's overlap policy now (`allow` for api runs and deleted schedules).
+    /// The run's own overlap policy, else its schedule's now (`allow` for api runs and
+    /// deleted schedules).
     #[sqlx(try_from = "String")]
     pub overlap_policy: OverlapPolicy,
     /// Due longer than the launch deadline (since `fire_at`, or since its release from
@@ -64,7 +65,8 @@ pub struct Claimed {
 const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, \
     r.status, r.attempt, r.exclusive, \
     r.workflow_id, r.version, r.user_id, \
-    case when r.source = 'api' then 'allow' else coalesce(s.overlap_policy, 'allow') end \
+    case when r.source = 'api' then 'allow' \
+      else coalesce(r.overlap_override, s.overlap_policy, 'allow') end \
       as overlap_policy, \
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
 

@@ -8,7 +8,7 @@
 //! conflict do nothing` for rows a dead transaction never committed anyway).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{CatchupPolicy, RunSource};
+use kairos_core::{CatchupPolicy, OverlapPolicy, RunSource};
 use sqlx::{PgConnection, PgExecutor};
 
 use crate::calendars::CalendarRules;
@@ -104,8 +104,8 @@ impl RunRows {
     }
 }
 
-/// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`), skipping keys that
-/// exist (invariant 1). Returns how many rows were written.
+/// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`) and their own overlap
+/// policy, if any, skipping keys that exist (invariant 1). Returns how many rows were written.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails (a CHECK, e.g. a fractional run_at).
@@ -113,6 +113,7 @@ pub async fn insert_runs(
     db: impl PgExecutor<'_>,
     rows: &RunRows,
     source: RunSource,
+    overlap: Option<OverlapPolicy>,
     now: DateTime<Utc>,
 ) -> Result<u64> {
     if rows.is_empty() {
@@ -120,8 +121,8 @@ pub async fn insert_runs(
     }
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
-         source, workflow_id, version, user_id, created_at, updated_at) \
-         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9 \
+         source, workflow_id, version, user_id, created_at, updated_at, overlap_override) \
+         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10 \
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          on conflict (idempotency_key) do nothing",
@@ -135,6 +136,7 @@ pub async fn insert_runs(
     .bind(&rows.user_ids)
     .bind(source.as_str())
     .bind(now)
+    .bind(overlap.map(OverlapPolicy::as_str))
     .execute(db)
     .await?;
     Ok(done.rows_affected())

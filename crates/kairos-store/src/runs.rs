@@ -4,7 +4,7 @@
 //! rescheduled or deleted. The planner's and dispatcher's claims live beside these (issue 4).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{RunSource, RunStatus};
+use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use sqlx::PgExecutor;
 
 use crate::Result;
@@ -84,6 +84,8 @@ pub struct NewRun {
     pub status: RunStatus,
     /// What creates it.
     pub source: RunSource,
+    /// Its own overlap policy (`None`: the schedule's at fire time).
+    pub overlap: Option<OverlapPolicy>,
     /// The workflow to launch.
     pub workflow_id: String,
     /// Its version.
@@ -99,8 +101,8 @@ pub struct NewRun {
 pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -> Result<bool> {
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
-         source, workflow_id, version, user_id, created_at, updated_at) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
+         source, workflow_id, version, user_id, created_at, updated_at, overlap_override) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) \
          on conflict (idempotency_key) do nothing",
     )
     .bind(&run.idempotency_key)
@@ -113,6 +115,7 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
     .bind(run.version)
     .bind(&run.user_id)
     .bind(now)
+    .bind(run.overlap.map(OverlapPolicy::as_str))
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

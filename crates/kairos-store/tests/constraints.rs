@@ -14,6 +14,7 @@ fn run(key: &str, run_at: DateTime<Utc>, status: RunStatus) -> NewRun {
         fire_at: run_at,
         status,
         source: RunSource::Schedule,
+        overlap: None,
         workflow_id: "w".into(),
         version: 1,
         user_id: "u".into(),

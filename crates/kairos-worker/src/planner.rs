@@ -168,7 +168,7 @@ impl Planner {
         let calendars = named_calendars(calendars::dates_of(&mut *tx, &names).await?);
         let batch = plan_batch(&due, &calendars, self.params(now));
         let inserted =
-            planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, now).await?;
+            planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, None, now).await?;
         planning::advance(&mut *tx, &batch.advances).await?;
         if inserted > 0 {
             // A run may be due before the time a dispatcher went to sleep until.

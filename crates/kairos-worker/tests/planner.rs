@@ -352,7 +352,12 @@ async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_b
     upsert(&pool, "2026-03-09T10:00:00Z", input("s1", "*/10 * * * * *")).await;
     drain(&planner(&pool, "2026-03-09T10:00:00Z")).await; // 10:00:00 ..= 10:01:00
     let done = registrar(&pool, "2026-03-09T10:02:00Z")
-        .backfill("s1", ts("2026-03-09T09:59:00Z"), ts("2026-03-09T10:01:30Z"))
+        .backfill(
+            "s1",
+            ts("2026-03-09T09:59:00Z"),
+            ts("2026-03-09T10:01:30Z"),
+            None,
+        )
         .await
         .expect("backfill");
     assert_eq!((done.ticks, done.created, done.already_present), (16, 9, 7));
