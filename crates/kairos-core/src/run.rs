@@ -57,11 +57,6 @@ impl RunStatus {
         )
     }
 
-    /// Holds its schedule: for an exclusive schedule no other run may launch meanwhile.
-    pub fn holds_schedule(self) -> bool {
-        self.in_flight() || self == RunStatus::Retrying
-    }
-
     /// Published and not finished: an executor owes an answer.
     pub fn in_flight(self) -> bool {
         matches!(self, RunStatus::Enqueued | RunStatus::Started)
@@ -182,7 +177,6 @@ mod tests {
 
     #[test]
     fn each_status_is_in_exactly_one_phase() {
-        assert!(RunStatus::Retrying.holds_schedule() && RunStatus::Enqueued.holds_schedule());
         for status in RunStatus::ALL {
             let phases = [status.unpublished(), status.in_flight(), status.terminal()];
             assert_eq!(phases.iter().filter(|p| **p).count(), 1, "{status}");

@@ -10,69 +10,17 @@
 //!   nearest free date; the ticks are those wall times, mapped by the DST rules. Never on
 //!   an excluded date, strictly increasing, at most one per original wall time.
 
+mod zones;
+
 use std::collections::BTreeSet;
 use std::str::FromStr;
 
-use chrono::{
-    DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc,
-};
+use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use kairos_core::{DstFold, DstGap, Exclusion, Exclusions, JobKind, Roll, Spec, Timetable};
 use proptest::prelude::*;
-
-const ZONES: &[&str] = &[
-    "America/New_York",
-    "Europe/London",
-    "Australia/Lord_Howe",
-    "Pacific/Apia",
-    "America/Havana",
-    "Europe/Dublin",
-    "Antarctica/Troll",
-    "Africa/Casablanca",
-    "America/Santiago",
-    "Asia/Gaza",
-    "Pacific/Chatham",
-    "America/St_Johns",
-    "Europe/Moscow",
-    "Asia/Tehran",
-    "America/Sao_Paulo",
-    "Australia/Adelaide",
-    "Asia/Kolkata",
-    "UTC",
-];
-
-fn zone(name: &str) -> Tz {
-    Tz::from_str(name).expect("zone")
-}
-
-fn offset_at(tz: Tz, at: DateTime<Utc>) -> i32 {
-    tz.offset_from_utc_datetime(&at.naive_utc())
-        .fix()
-        .local_minus_utc()
-}
-
-fn transitions(tz: Tz, year: i32) -> Vec<DateTime<Utc>> {
-    let start = Utc
-        .with_ymd_and_hms(year, 1, 1, 0, 0, 0)
-        .single()
-        .expect("date");
-    let mut found = Vec::new();
-    let mut prev = offset_at(tz, start);
-    for hour in 1..(366 * 24) {
-        let at = start + Duration::hours(hour);
-        let now = offset_at(tz, at);
-        if now != prev {
-            let mut t = at - Duration::hours(1);
-            while offset_at(tz, t) == prev {
-                t += Duration::minutes(1);
-            }
-            found.push(t);
-            prev = now;
-        }
-    }
-    found
-}
+use zones::{transitions, zone, ZONES};
 
 fn expr_strategy() -> impl Strategy<Value = String> {
     let minute = prop_oneof![

@@ -16,7 +16,6 @@ pub struct InMemoryLauncher {
 #[derive(Debug, Default)]
 struct State {
     messages: Vec<LaunchMessage>,
-    lost: Vec<bool>,
     dead_letters: Vec<DeadLetter>,
     ids: HashMap<String, u64>,
     down: bool,
@@ -41,24 +40,9 @@ impl InMemoryLauncher {
         self.lock().dead_letters.clone()
     }
 
-    /// Loses the message at `sequence` (a broker that dropped an acknowledged message); its
-    /// id stays remembered, as a stream's de-duplication window would.
-    pub fn lose(&self, sequence: u64) {
-        if let Some(slot) = self.lock().lost.get_mut(sequence as usize - 1) {
-            *slot = true;
-        }
-    }
-
-    /// The messages stored (not lost), in stream order.
+    /// The messages stored, in stream order.
     pub fn messages(&self) -> Vec<LaunchMessage> {
-        let state = self.lock();
-        state
-            .messages
-            .iter()
-            .zip(&state.lost)
-            .filter(|(_, lost)| !**lost)
-            .map(|(message, _)| message.clone())
-            .collect()
+        self.lock().messages.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -90,7 +74,6 @@ impl InMemoryLauncher {
             });
         }
         state.messages.push(message.clone());
-        state.lost.push(false);
         let sequence = state.messages.len() as u64;
         state.ids.insert(msg_id, sequence);
         Ok(Enqueued {
@@ -113,9 +96,9 @@ impl RunLauncher for InMemoryLauncher {
     }
 
     async fn is_stored(&self, sequence: u64) -> Result<bool> {
-        let state = self.lock();
-        let index = usize::try_from(sequence).unwrap_or(0);
-        Ok(index >= 1 && state.lost.get(index - 1).is_some_and(|lost| !lost))
+        // Nothing is ever lost in memory: every sequence handed out is stored.
+        let stored = self.lock().messages.len() as u64;
+        Ok((1..=stored).contains(&sequence))
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {

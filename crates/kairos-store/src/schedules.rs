@@ -141,11 +141,6 @@ impl FailurePolicy {
         RetryPolicy::new(i64::from(self.max_attempts), wait).unwrap_or_default()
     }
 
-    /// The heartbeat timeout in seconds, if any.
-    pub fn heartbeat_timeout_s(&self) -> Option<u32> {
-        self.heartbeat_timeout_s.and_then(|n| u32::try_from(n).ok())
-    }
-
     /// The intervals as a PostgreSQL array literal (bulk writes pass one text per row).
     fn intervals_literal(&self) -> Option<String> {
         self.retry_intervals_s.as_ref().map(|intervals| {

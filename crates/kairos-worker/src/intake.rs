@@ -245,11 +245,6 @@ impl Intake {
         let _ = self.dispatcher.set(dispatcher);
     }
 
-    /// The pool (for readiness checks).
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     /// Applies a report to run `key` (forward-only, first executor owns the run) and
     /// counts it. A `FAILED` report of the attempt in progress is followed, in the same
     /// transaction, by the next attempt (its time from the schedule's retry policy) or by a

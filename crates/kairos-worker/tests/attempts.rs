@@ -9,7 +9,9 @@ mod dispatcher_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dispatcher_support::{config, key, nats, run, schedule, stream_ids, until, workflow};
+use dispatcher_support::{
+    config, key, nats, run, schedule, spawn_dispatcher, stream_ids, until, workflow,
+};
 use kairos_core::RunStatus;
 use kairos_launcher::status::read_stream;
 use kairos_registrar::{DeadLetterQuery, Registrar, Settings};
@@ -30,22 +32,6 @@ async fn report(intake: &Intake, key: &str, body: serde_json::Value) -> Applied 
     intake.report(key, &report).await.expect("recorded")
 }
 
-/// Runs `dispatcher` (its loop: rounds, wake-ups and the sweep) until the returned sender
-/// is dropped or sent to.
-fn spawn_loop(
-    dispatcher: Arc<Dispatcher<kairos_launcher::NatsLauncher>>,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<()>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let shutdown = async { stopped.await.unwrap_or(()) };
-        dispatcher.run(shutdown).await.expect("dispatcher loop");
-    });
-    (stop, task)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_attempts_retry_after_their_intervals_then_dead_letter_then_retry_on_request() {
     let db = TestDb::new().await;
@@ -63,7 +49,7 @@ async fn failed_attempts_retry_after_their_intervals_then_dead_letter_then_retry
     let k = key(1);
     run(&pool, &k, "r", -0.1).await;
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config()));
-    let (stop, task) = spawn_loop(dispatcher);
+    let looping = spawn_dispatcher(dispatcher);
     let intake = Intake::new(pool.clone());
 
     let mut failed_at = Vec::new();
@@ -144,8 +130,7 @@ async fn failed_attempts_retry_after_their_intervals_then_dead_letter_then_retry
         || async { status_of(&pool, &k).await == (RunStatus::Enqueued, 4) },
     )
     .await;
-    stop.send(()).expect("loop alive");
-    task.await.expect("join");
+    looping.end().await;
     assert_eq!(
         stream_ids(&launcher).await,
         vec![
@@ -239,7 +224,7 @@ async fn silence_times_a_started_run_out_and_retries_it_while_heartbeats_keep_on
     let mut config = config();
     config.sweep_every = Duration::from_millis(200);
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, config));
-    let (stop, task) = spawn_loop(dispatcher);
+    let looping = spawn_dispatcher(dispatcher);
     let intake = Intake::new(pool.clone());
     for k in [&quiet, &beating] {
         until(Duration::from_secs(10), "published", || async {
@@ -267,8 +252,7 @@ async fn silence_times_a_started_run_out_and_retries_it_while_heartbeats_keep_on
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    stop.send(()).expect("loop alive");
-    task.await.expect("join");
+    looping.end().await;
     let quiet_after = quiet_timed_out.expect("the silent run timed out and was retried");
     assert!(
         quiet_after >= Duration::from_millis(2_500) && quiet_after < Duration::from_secs(6),

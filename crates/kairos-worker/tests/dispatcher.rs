@@ -11,23 +11,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use dispatcher_support::{
-    config, field, key, launcher, nats, run, schedule, statuses, stream_ids, until, workflow,
+    config, drain, field, key, launcher, nats, run, schedule, statuses, stream_ids, until, workflow,
 };
 use kairos_core::{Reported, RunStatus};
-use kairos_store::status::{apply, StatusReport};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
-
-/// Rounds until one claims nothing (the race tests' "drain").
-async fn drain<L: kairos_launcher::RunLauncher>(dispatcher: &Dispatcher<L>) {
-    for _ in 0..1_000 {
-        let round = dispatcher.round().await.expect("round");
-        if round.claimed == 0 {
-            return;
-        }
-    }
-    panic!("dispatcher never ran dry");
-}
 
 /// Rounds until no run is left to publish. Right after a child process died, PostgreSQL may
 /// not have ended its session yet, so its row locks can still make a round skip those runs
@@ -51,18 +39,7 @@ async fn drain_after_crash<L: kairos_launcher::RunLauncher>(
 }
 
 async fn report(pool: &PgPool, key: &str, status: Reported) {
-    let mut conn = pool.acquire().await.expect("connection");
-    let report = StatusReport {
-        status,
-        attempt: None,
-        retryable: None,
-        run_id: None,
-        executor_id: Some("exec-1".into()),
-        error: None,
-    };
-    apply(&mut conn, key, &report, None, None)
-        .await
-        .expect("apply status");
+    dispatcher_support::report(pool, key, status, "exec-1").await;
 }
 
 /// `instances` dispatchers, each with its own NATS connection, drain 200 `allow` runs and
@@ -114,7 +91,7 @@ async fn race(pool: PgPool, instances: usize) {
     assert_eq!(ids.into_iter().collect::<HashSet<_>>(), enqueued);
 }
 
-async fn futures_join<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) {
     let handles: Vec<_> = futures.collect();
     let mut pinned: Vec<_> = handles.into_iter().map(Box::pin).collect();
     // Poll all concurrently on this task.
@@ -241,7 +218,7 @@ async fn killed_while_publishing_a_retry_loses_and_doubles_no_attempt() {
     let k = key(1);
     run(&pool, &k, "s", -0.1).await;
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let intake = kairos_worker::intake::Intake::new(pool.clone());
     let failed = kairos_worker::intake::parse_report(&k, &serde_json::json!({"status": "FAILED"}))
         .expect("report");
@@ -337,10 +314,10 @@ async fn overlap_allow_and_skip() {
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
     run(&pool, &key(1), "free", -1.0).await;
     run(&pool, &key(2), "skipper", -1.0).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     run(&pool, &key(3), "free", -0.5).await;
     run(&pool, &key(4), "skipper", -0.5).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let runs = statuses(&pool).await;
     assert_eq!(
         runs[&key(3)],
@@ -353,7 +330,7 @@ async fn overlap_allow_and_skip() {
 
     report(&pool, &key(2), Reported::Success).await;
     run(&pool, &key(5), "skipper", -0.1).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await[&key(5)],
         RunStatus::Enqueued,
@@ -372,7 +349,7 @@ async fn overlap_queue_releases_in_order() {
         run(&pool, &key(n), "q", -4.0 + n as f64).await;
     }
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let expect = |a, b, c| HashMap::from([(key(1), a), (key(2), b), (key(3), c)]);
     assert_eq!(
         statuses(&pool).await,
@@ -383,13 +360,13 @@ async fn overlap_queue_releases_in_order() {
         statuses(&pool).await,
         expect(RunStatus::Success, RunStatus::Pending, RunStatus::Queued)
     );
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await,
         expect(RunStatus::Success, RunStatus::Enqueued, RunStatus::Queued)
     );
     report(&pool, &key(2), Reported::Failed).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await,
         expect(RunStatus::Success, RunStatus::Failed, RunStatus::Enqueued)
@@ -407,7 +384,7 @@ async fn max_run_seconds_times_out_and_unblocks() {
     run(&pool, &key(1), "q", -2.0).await;
     run(&pool, &key(2), "q", -1.0).await;
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(
         dispatcher.sweep().await.expect("sweep"),
         (0, 0),
@@ -424,7 +401,7 @@ async fn max_run_seconds_times_out_and_unblocks() {
         (runs[&key(1)], runs[&key(2)]),
         (RunStatus::TimedOut, RunStatus::Pending)
     );
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(statuses(&pool).await[&key(2)], RunStatus::Enqueued);
 }
 
@@ -459,7 +436,7 @@ async fn stale_and_unlaunchable_runs_fail_with_a_reason() {
         .await
         .expect("big version");
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let runs = statuses(&pool).await;
     assert_eq!(runs[&key(1)], RunStatus::Failed);
     let reason = |n| {

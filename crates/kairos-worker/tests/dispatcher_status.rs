@@ -8,9 +8,11 @@ use kairos_testkit::TestDb;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use dispatcher_support::{config, field, key, nats, run, schedule, stream_ids, until, workflow};
+use dispatcher_support::{
+    config, field, key, nats, run, schedule, spawn_status_intake, stream_ids, until, workflow,
+};
 use kairos_core::{Reported, RunStatus};
-use kairos_launcher::status::{publish_status, read_stream, StatusConsumer, STATUS_STREAM};
+use kairos_launcher::status::{publish_status, read_stream, STATUS_STREAM};
 use kairos_store::status::{apply, Applied, StatusReport};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
@@ -111,20 +113,7 @@ async fn the_nats_status_subject_feeds_the_same_state_machine() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (_server, launcher) = enqueued_run(&pool).await;
-    let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
-        .await
-        .expect("status consumer");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let intake = tokio::spawn({
-        let intake = Intake::new(pool.clone());
-        async move {
-            let shutdown = async { stopped.await.unwrap_or(()) };
-            let intake = &intake;
-            consumer
-                .run(|message| intake.take_message(message), shutdown)
-                .await
-        }
-    });
+    let intake = spawn_status_intake(&pool, &launcher).await;
     let event = |status: &str, executor: &str| json!({"idempotency_key": key(1), "status": status, "executor_id": executor});
     // Out of order (SUCCESS first), repeated, and from a second executor.
     for event in [
@@ -149,8 +138,7 @@ async fn the_nats_status_subject_feeds_the_same_state_machine() {
         field(&pool, &key(1), "executor_id").await.as_deref(),
         Some("e1")
     );
-    stop.send(()).expect("intake alive");
-    intake.await.expect("join").expect("intake ends cleanly");
+    intake.end().await;
 }
 
 #[tokio::test]
@@ -204,20 +192,7 @@ async fn status_messages_that_can_never_succeed_leave_the_stream() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (_server, launcher) = enqueued_run(&pool).await;
-    let consumer = StatusConsumer::connect(&launcher, STATUS_STREAM, "kairos")
-        .await
-        .expect("status consumer");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let intake = tokio::spawn({
-        let intake = Intake::new(pool.clone());
-        async move {
-            let shutdown = async { stopped.await.unwrap_or(()) };
-            let intake = &intake;
-            consumer
-                .run(|message| intake.take_message(message), shutdown)
-                .await
-        }
-    });
+    let intake = spawn_status_intake(&pool, &launcher).await;
     for n in 0..1_050u64 {
         // NUL in a field (for the real run and for unknown ones), an unknown run, a key that
         // does not match its subject, a body that is not JSON.
@@ -267,6 +242,5 @@ async fn status_messages_that_can_never_succeed_leave_the_stream() {
         None,
         "no refused report changed the run"
     );
-    stop.send(()).expect("intake alive");
-    intake.await.expect("join").expect("intake ends cleanly");
+    intake.end().await;
 }

@@ -9,35 +9,11 @@ use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
 use std::time::Duration;
 
-use dispatcher_support::{config, key, nats, run, schedule, statuses, workflow};
+use dispatcher_support::{config, drain, key, nats, report, run, schedule, statuses, workflow};
 use kairos_core::{Reported, RunStatus};
-use kairos_store::status::{apply, Applied, StatusReport};
+use kairos_store::status::Applied;
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
-
-async fn drain<L: kairos_launcher::RunLauncher>(dispatcher: &Dispatcher<L>) {
-    for _ in 0..100 {
-        if dispatcher.round().await.expect("round").claimed == 0 {
-            return;
-        }
-    }
-    panic!("dispatcher never ran dry");
-}
-
-async fn report(pool: &PgPool, key: &str, status: Reported, executor: &str) -> Applied {
-    let mut conn = pool.acquire().await.expect("connection");
-    let report = StatusReport {
-        status,
-        attempt: None,
-        retryable: None,
-        run_id: None,
-        executor_id: Some(executor.into()),
-        error: None,
-    };
-    apply(&mut conn, key, &report, None, None)
-        .await
-        .expect("a refusal is an answer, not a database error")
-}
 
 /// Moves a run's `fire_at` (and tick) `seconds` into the past, as if it had waited that long.
 async fn age(pool: &PgPool, key: &str, seconds: i32) {
@@ -67,7 +43,7 @@ async fn a_released_queued_run_gets_its_deadline_from_the_release() {
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config);
     run(&pool, &key(1), "q", -1.0).await;
     run(&pool, &key(2), "q", -0.5).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let runs = statuses(&pool).await;
     assert_eq!(
         (runs[&key(1)], runs[&key(2)]),
@@ -78,7 +54,7 @@ async fn a_released_queued_run_gets_its_deadline_from_the_release() {
     report(&pool, &key(1), Reported::Started, "e1").await;
     report(&pool, &key(1), Reported::Success, "e1").await;
     assert_eq!(statuses(&pool).await[&key(2)], RunStatus::Pending);
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     assert_eq!(
         statuses(&pool).await[&key(2)],
         RunStatus::Enqueued,
@@ -100,13 +76,13 @@ async fn reports_on_runs_that_were_never_published_are_refused() {
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
     run(&pool, &key(1), "s", -1.0).await;
     run(&pool, &key(5), "q", -1.0).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     // In flight: key(1) of `s`, key(5) of `q`. Then: a tick of `s` 257 s in the future, a
     // due tick of `s` not yet dispatched, and a queued run of `q`.
     run(&pool, &key(2), "s", 257.0).await;
     run(&pool, &key(3), "s", -0.1).await;
     run(&pool, &key(6), "q", -0.5).await;
-    drain(&dispatcher).await;
+    let _ = drain(&dispatcher).await;
     let runs = statuses(&pool).await;
     assert_eq!(runs[&key(6)], RunStatus::Queued);
     assert_eq!(

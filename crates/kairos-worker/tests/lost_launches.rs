@@ -9,9 +9,10 @@ mod dispatcher_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dispatcher_support::{config, key, nats, run, schedule, stream_ids, until, workflow};
+use dispatcher_support::{
+    config, key, nats, run, schedule, spawn_dispatcher, stream_ids, until, workflow,
+};
 use kairos_core::RunStatus;
-use kairos_launcher::NatsLauncher;
 use kairos_store::{runs, PgPool};
 use kairos_testkit::TestDb;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
@@ -24,16 +25,6 @@ fn lost_launch_config(max_republish: u32) -> DispatcherConfig {
     config.start_timeout = Duration::from_secs(1);
     config.max_republish = max_republish;
     config
-}
-
-fn spawn(dispatcher: Dispatcher<NatsLauncher>) -> tokio::sync::oneshot::Sender<()> {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let dispatcher = Arc::new(dispatcher);
-    tokio::spawn(async move {
-        let shutdown = async { stopped.await.unwrap_or(()) };
-        dispatcher.run(shutdown).await.expect("dispatcher loop");
-    });
-    stop
 }
 
 async fn run_of(pool: &PgPool, key: &str) -> runs::Run {
@@ -59,11 +50,11 @@ async fn a_launch_the_stream_lost_is_published_again_and_the_schedule_goes_on() 
     schedule(&pool, "s", "skip", None).await;
     let first = key(1);
     run(&pool, &first, "s", -0.1).await;
-    let stop = spawn(Dispatcher::new(
+    let looping = spawn_dispatcher(Arc::new(Dispatcher::new(
         pool.clone(),
         launcher.clone(),
         lost_launch_config(3),
-    ));
+    )));
     until(Duration::from_secs(10), "published", || async {
         run_of(&pool, &first).await.status == RunStatus::Enqueued
     })
@@ -100,7 +91,7 @@ async fn a_launch_the_stream_lost_is_published_again_and_the_schedule_goes_on() 
         || async { run_of(&pool, &second).await.status == RunStatus::Enqueued },
     )
     .await;
-    stop.send(()).expect("loop alive");
+    looping.end().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,18 +103,18 @@ async fn a_launch_nobody_starts_is_not_doubled_and_fails_as_never_started() {
     schedule(&pool, "s", "skip", None).await;
     let k = key(1);
     run(&pool, &k, "s", -0.1).await;
-    let stop = spawn(Dispatcher::new(
+    let looping = spawn_dispatcher(Arc::new(Dispatcher::new(
         pool.clone(),
         launcher.clone(),
         lost_launch_config(2),
-    ));
+    )));
     until(
         Duration::from_secs(15),
         "failed as never started",
         || async { run_of(&pool, &k).await.status == RunStatus::Failed },
     )
     .await;
-    stop.send(()).expect("loop alive");
+    looping.end().await;
     let run = run_of(&pool, &k).await;
     assert!(
         run.reason

@@ -10,7 +10,7 @@ use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
 use std::time::Duration;
 
-use dispatcher_support::{config, key, nats, run, schedule, workflow};
+use dispatcher_support::{config, drain, key, nats, run, schedule, workflow};
 use kairos_launcher::status::StatusMessage;
 use kairos_store::PgPool;
 use kairos_testkit::prometheus::sample;
@@ -18,16 +18,6 @@ use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::Intake;
 use kairos_worker::metrics::{self as m, refresh_backlog};
 use planner_support::{drain as drain_planner, input, planner, upsert};
-
-/// Rounds until one claims nothing; the number of rounds that claimed something.
-async fn drain<L: kairos_launcher::RunLauncher>(dispatcher: &Dispatcher<L>) -> usize {
-    for rounds in 0..100 {
-        if dispatcher.round().await.expect("round").claimed == 0 {
-            return rounds;
-        }
-    }
-    panic!("dispatcher never ran dry");
-}
 
 fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     sample(text, name, labels).unwrap_or_else(|| panic!("{name}{labels:?} missing in:\n{text}"))

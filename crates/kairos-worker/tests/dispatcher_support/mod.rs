@@ -128,3 +128,87 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Rounds until one claims nothing; how many rounds claimed something.
+pub async fn drain<L: kairos_launcher::RunLauncher>(
+    dispatcher: &kairos_worker::dispatcher::Dispatcher<L>,
+) -> usize {
+    for rounds in 0..1_000 {
+        if dispatcher.round().await.expect("round").claimed == 0 {
+            return rounds;
+        }
+    }
+    panic!("dispatcher never ran dry");
+}
+
+/// A task running until its `stop` is sent to (or dropped), and its handle.
+pub struct Looping {
+    /// Ends the task.
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    /// The task.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl Looping {
+    /// Stops the task and waits for it.
+    pub async fn end(self) {
+        let _ = self.stop.send(());
+        self.task.await.expect("join");
+    }
+}
+
+/// Runs `dispatcher`'s loop (rounds, wake-ups, the sweep) until stopped.
+pub fn spawn_dispatcher(
+    dispatcher: std::sync::Arc<kairos_worker::dispatcher::Dispatcher<NatsLauncher>>,
+) -> Looping {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let shutdown = async { stopped.await.unwrap_or(()) };
+        dispatcher.run(shutdown).await.expect("dispatcher loop");
+    });
+    Looping { stop, task }
+}
+
+/// Feeds the NATS status stream to an intake over `pool` until stopped.
+pub async fn spawn_status_intake(pool: &PgPool, launcher: &NatsLauncher) -> Looping {
+    let consumer = kairos_launcher::status::StatusConsumer::connect(
+        launcher,
+        kairos_launcher::status::STATUS_STREAM,
+        "kairos",
+    )
+    .await
+    .expect("status consumer");
+    let intake = kairos_worker::intake::Intake::new(pool.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let shutdown = async { stopped.await.unwrap_or(()) };
+        let intake = &intake;
+        consumer
+            .run(|message| intake.take_message(message), shutdown)
+            .await
+            .expect("status consumer ends cleanly");
+    });
+    Looping { stop, task }
+}
+
+/// Applies an executor's report to run `key` straight through the store's transition (no
+/// retry decision) and returns what it did.
+pub async fn report(
+    pool: &PgPool,
+    key: &str,
+    status: kairos_core::Reported,
+    executor: &str,
+) -> kairos_store::status::Applied {
+    let mut conn = pool.acquire().await.expect("connection");
+    let report = kairos_store::status::StatusReport {
+        status,
+        attempt: None,
+        retryable: None,
+        run_id: None,
+        executor_id: Some(executor.into()),
+        error: None,
+    };
+    kairos_store::status::apply(&mut conn, key, &report, None, None)
+        .await
+        .expect("a refusal is an answer, not a database error")
+}
