@@ -40,6 +40,22 @@ async fn status_consumer(launcher: &NatsLauncher) {
     }
 }
 
+/// Connects to the cluster, retrying for at most 30 s: creating or scaling a replicated
+/// stream can time out while a freshly formed, loaded cluster is still placing it (as
+/// `kairos serve`'s NATS link retries too).
+async fn connect_to_cluster(urls: String, replicas: usize) -> NatsLauncher {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match NatsLauncher::connect(config(urls.clone(), replicas)).await {
+            Ok(launcher) => return launcher,
+            Err(err) if err.is_retryable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(err) => panic!("connect with {replicas} replica(s): {err:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn three_replicas_on_a_single_server_is_refused_naming_the_setting() {
     let server = NatsServer::start();
@@ -64,17 +80,13 @@ async fn a_cluster_gets_three_replicas_of_every_stream_and_existing_streams_are_
     let cluster = tokio::task::spawn_blocking(|| NatsCluster::start(3))
         .await
         .expect("start cluster");
-    let single = NatsLauncher::connect(config(cluster.urls(), 1))
-        .await
-        .expect("connect with one replica");
+    let single = connect_to_cluster(cluster.urls(), 1).await;
     StatusConsumer::connect(&single, STATUS_STREAM, "kairos")
         .await
         .expect("status stream with one replica");
     assert_eq!(replicas_of(&single, "KAIROS_LAUNCH").await, 1);
 
-    let launcher = NatsLauncher::connect(config(cluster.urls(), 3))
-        .await
-        .expect("connect with three replicas");
+    let launcher = connect_to_cluster(cluster.urls(), 3).await;
     status_consumer(&launcher).await;
     for stream in ["KAIROS_LAUNCH", "KAIROS_DLQ", STATUS_STREAM] {
         assert_eq!(replicas_of(&launcher, stream).await, 3, "{stream}");

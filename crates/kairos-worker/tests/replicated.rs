@@ -20,13 +20,23 @@ const RUNS: u64 = 1_000;
 const STREAM: &str = "KAIROS_LAUNCH";
 
 /// A launcher with three replicas on `url` (short ack timeout, so the election fails fast).
+/// Creating a replicated stream can time out while a loaded cluster is still placing it, so
+/// the connection is retried for up to 30 s, as `kairos serve`'s NATS link does.
 async fn replicated_launcher(url: String) -> NatsLauncher {
     let mut config = NatsConfig::new(url);
     config.replicas = 3;
     config.ack_timeout = Duration::from_secs(1);
-    NatsLauncher::connect(config)
-        .await
-        .expect("connect with three replicas")
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match NatsLauncher::connect(config.clone()).await {
+            Ok(launcher) => return launcher,
+            Err(err) if err.is_retryable() && Instant::now() < deadline => {
+                eprintln!("replicated launcher not ready yet ({err}); retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(err) => panic!("connect with three replicas: {err:?}"),
+        }
+    }
 }
 
 /// `RUNS` overdue PENDING runs of schedule `s`, keys `key(0..RUNS)`, in key order of
