@@ -71,7 +71,11 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
 
 /// Locks up to `limit` due runs (`PENDING` or `RETRYING` with `fire_at <= now`), highest
-/// schedule priority first, then oldest `fire_at`, skipping runs another transaction holds.
+/// priority first, then oldest `fire_at`, skipping runs another transaction holds.
+///
+/// The order is the partial index `schedule_runs_claim` read from its start, so a claim
+/// costs O(`limit`) however many runs are due (the priority is on the run row; joining the
+/// schedule for it made every claim sort every due run).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -88,7 +92,7 @@ pub async fn claim(
         "select {CLAIM_COLUMNS} from schedule_runs r \
          left join schedules s on s.schedule_id = r.schedule_id \
          where r.status in ('PENDING', 'RETRYING') and r.fire_at <= $1 \
-         order by coalesce(s.priority, 0) desc, r.fire_at, r.idempotency_key \
+         order by r.priority desc, r.fire_at, r.idempotency_key \
          limit $3 for update of r skip locked"
     );
     Ok(sqlx::query_as(&sql)
@@ -290,7 +294,7 @@ pub async fn next_due_in(
     db: impl PgExecutor<'_>,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Option<std::time::Duration>> {
-    // Served by the partial index schedule_runs_due: one index probe.
+    // Served by the partial index schedule_runs_due (fire_at only): one index probe.
     let seconds: Option<f64> = sqlx::query_scalar(
         "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
            clock_timestamp())), 0)::float8 \
