@@ -9,12 +9,18 @@
 //! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
 //! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
 //!
+//! Pre-staging: a round claims runs due within `prestage` of the database's now, loads their
+//! DAGs and builds their messages, then publishes them in waves as each `fire_at` comes on
+//! the database's clock (`clock.rs`), so a burst's database work is done before its tick.
+//! An instance runs `lanes` rounds side by side, each its own transaction and batch.
+//!
 //! The loop ([`Dispatcher::run`]) has three arms besides shutdown: the next `fire_at`, a
 //! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
 //! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
 //! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ;
 //! `republish.rs`: launches no executor started, whose message may have been lost).
 
+mod clock;
 mod decide;
 mod launch;
 mod report;
@@ -31,6 +37,9 @@ use kairos_store::wakeups::RUNS_CHANNEL;
 use kairos_store::{dispatch, PgPool, Tx};
 
 use crate::wake::Wake;
+use clock::DbClock;
+pub use clock::InstanceClock;
+use round::Release;
 pub use round::Round;
 
 /// Why a dispatcher call failed.
@@ -64,11 +73,21 @@ pub struct DispatcherConfig {
     pub start_timeout: Duration,
     /// Re-publishes of one attempt before it fails as never started (`scheduler.max_republish`).
     pub max_republish: u32,
+    /// How far ahead of `fire_at` a round may claim a run (`scheduler.prestage_ms`): the
+    /// claim, the DAG and the message are ready before the tick, and the publish waits for
+    /// `fire_at` on the database's clock. Zero: claim only runs already due.
+    pub prestage: Duration,
+    /// Rounds one instance runs side by side (`scheduler.dispatch_lanes`), each its own
+    /// transaction on its own batch, so one batch's publish overlaps another's claim and
+    /// record.
+    pub lanes: usize,
+    /// The instance's clock (tests skew it).
+    pub instance_clock: InstanceClock,
 }
 
 impl DispatcherConfig {
     /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep,
-    /// 300 s start timeout, 3 re-publishes.
+    /// 300 s start timeout, 3 re-publishes, no pre-staging, one lane, the system clock.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
@@ -78,6 +97,9 @@ impl DispatcherConfig {
             sweep_every: Duration::from_secs(1),
             start_timeout: Duration::from_secs(300),
             max_republish: 3,
+            prestage: Duration::ZERO,
+            lanes: 1,
+            instance_clock: chrono::Utc::now,
         }
     }
 }
@@ -132,24 +154,31 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(())
     }
 
-    /// One round, then how long to sleep: nothing when a full batch went out, a tick after
-    /// a failure, else until the next `fire_at` (capped by the tick, so drift stays small).
+    /// One round in each lane, then how long to sleep: nothing when a lane took a full
+    /// batch, a tick after a failure, else until the next run enters the pre-staging lead
+    /// (capped by the tick, so drift stays small).
     async fn round_and_wait(&self) -> Duration {
-        let round = match self.round().await {
-            Ok(round) => round,
-            Err(err) => {
-                tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+        let lanes = (0..self.config.lanes.max(1)).map(|_| self.round());
+        let mut full = false;
+        for round in futures::future::join_all(lanes).await {
+            let round = match round {
+                Ok(round) => round,
+                Err(err) => {
+                    tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+                    return self.config.tick;
+                }
+            };
+            if round.retry > 0 {
                 return self.config.tick;
             }
-        };
-        if round.retry > 0 {
-            return self.config.tick;
+            full |= round.claimed as i64 >= self.config.batch_size && round.deferred == 0;
         }
-        if round.claimed as i64 >= self.config.batch_size && round.deferred == 0 {
+        if full {
             return Duration::ZERO;
         }
         match dispatch::next_due_in(&self.pool, None).await {
-            Ok(Some(due)) => (due + Duration::from_millis(1)).clamp(MIN_IDLE, self.config.tick),
+            Ok(Some(due)) => (due.saturating_sub(self.config.prestage) + Duration::from_millis(1))
+                .clamp(MIN_IDLE, self.config.tick),
             Ok(None) => self.config.tick,
             Err(err) => {
                 tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
@@ -158,7 +187,8 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
     }
 
-    /// Claims one batch of due runs and dispatches it in one transaction.
+    /// Claims one batch of runs due within the pre-staging lead and dispatches it in one
+    /// transaction, each run published once its `fire_at` has come.
     ///
     /// # Errors
     /// [`Error::Store`] when a statement fails (the round is rolled back).
@@ -166,12 +196,17 @@ impl<L: RunLauncher> Dispatcher<L> {
         let started = crate::metrics::BatchTimer::start();
         let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, None).await?;
+        let clock = DbClock::measured(self.config.instance_clock, now);
+        let due_by = now + chrono::TimeDelta::from_std(self.config.prestage).unwrap_or_default();
         let deadline = self.config.launch_deadline.as_secs_f64();
-        let claimed = dispatch::claim(&mut tx, now, deadline, self.config.batch_size).await?;
+        let limit = self.config.batch_size;
+        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
         if claimed.is_empty() {
             return Ok(Round::default());
         }
-        let round = self.dispatch(&mut tx, claimed, now).await?;
+        let round = self
+            .dispatch(&mut tx, claimed, Release::WhenDue(clock))
+            .await?;
         tx.commit().await?;
         round.finished(started);
         Ok(round)
@@ -190,7 +225,9 @@ impl<L: RunLauncher> Dispatcher<L> {
         let Some(claimed) = dispatch::claim_key(&mut tx, key, now, deadline).await? else {
             return Ok(Round::default());
         };
-        let round = self.dispatch(&mut tx, vec![claimed], now).await?;
+        let round = self
+            .dispatch(&mut tx, vec![claimed], Release::Now(now))
+            .await?;
         tx.commit().await?;
         round.finished(started);
         Ok(round)

@@ -285,6 +285,18 @@ fn rule_errors_name_their_key() {
         ),
         ("[scheduler]\nbatch_size = 0\n", "scheduler.batch_size"),
         (
+            "[scheduler]\nprestage_ms = 10001\n",
+            "scheduler.prestage_ms",
+        ),
+        (
+            "[scheduler]\ndispatch_lanes = 0\n",
+            "scheduler.dispatch_lanes",
+        ),
+        (
+            "[scheduler]\ndispatch_lanes = 10\n",
+            "scheduler.dispatch_lanes",
+        ),
+        (
             "[database]\nmax_connections = 0\n",
             "database.max_connections",
         ),
