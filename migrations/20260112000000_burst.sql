@@ -23,3 +23,16 @@ create index schedule_runs_claim on schedule_runs (priority desc, fire_at, idemp
 
 -- `next_due_in` (min(fire_at) over the hot set) keeps its own small index: with priority
 -- first in the claim index, the earliest fire_at is no longer its first entry.
+
+-- The sweep runs every second on every instance; its look-ups must cost what is late, not
+-- what is in flight (a burst leaves 100,000 runs ENQUEUED at once). These two partial
+-- indexes hold only schedules that set their own limits, so an advance of any other
+-- schedule writes nothing to them:
+-- * the smallest per-schedule start timeout bounds the scan for unstarted launches to runs
+--   published longer ago than it (with the configured default);
+-- * the schedules with a run-time or heartbeat limit drive the time-out look-up, so runs of
+--   schedules without limits are never visited.
+create index schedules_start_timeout on schedules (start_timeout_s)
+    where start_timeout_s > 0;
+create index schedules_run_limits on schedules (schedule_id)
+    where max_run_seconds is not null or heartbeat_timeout_s is not null;

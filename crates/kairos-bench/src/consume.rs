@@ -46,7 +46,7 @@ impl Consumer {
         let consumer = stream
             .create_consumer(pull::Config {
                 ack_policy: AckPolicy::None,
-                max_batch: 1000,
+                inactive_threshold: Duration::from_secs(600),
                 ..Default::default()
             })
             .await?;
@@ -54,7 +54,10 @@ impl Consumer {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let task = tokio::spawn(async move {
-            while let Some(Ok(message)) = messages.next().await {
+            // A pull error (a missed heartbeat under load) ends one pull, not the stream:
+            // keep reading.
+            while let Some(message) = messages.next().await {
+                let Ok(message) = message else { continue };
                 let at = Utc::now();
                 let Ok(body) = serde_json::from_slice::<serde_json::Value>(&message.payload) else {
                     continue;

@@ -1,7 +1,6 @@
 //! The kairos instances under test: `--instances` `kairos serve` processes (every role, no
 //! leader) on consecutive ports, and what they cost, read from `/proc`.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -44,7 +43,7 @@ impl Fleet {
                 .env("DATABASE_URL", &scratch.db_url)
                 .env("KAIROS_NATS__URL", &scratch.nats_url)
                 .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
-                .stdout(Stdio::null())
+                .stdout(log.try_clone()?)
                 .stderr(log)
                 .kill_on_drop(true)
                 .spawn()

@@ -71,7 +71,7 @@ pub fn print(
         mem_total_gib(),
     );
     println!(
-        "deploy sync of {} schedules: {:.2} s; highest instance RSS high-water after it: {:.0} MiB",
+        "deploy sync of {} schedules (10,000 per workflow): {:.2} s; highest instance RSS high-water after it: {:.0} MiB",
         args.schedules,
         deploy.elapsed.as_secs_f64(),
         deploy.rss_hwm_mib

@@ -16,7 +16,7 @@ use crate::{Args, Mode};
 /// The scratch database's name.
 const DB_NAME: &str = "kairos_bench";
 
-/// The workflow every bench schedule launches.
+/// The workflows the bench schedules launch are `bench-0`, `bench-1`, …
 pub const WORKFLOW: &str = "bench";
 
 /// What the bench set up, and where.
@@ -162,36 +162,44 @@ pub struct Deploy {
     pub rss_hwm_mib: f64,
 }
 
-/// Registers the bench schedules by one deploy sync (`PUT /workflows/bench/versions/1`
-/// with `schedules`) through the first instance.
+/// Schedules per deploy: one workflow's deploy of 10,000 is about 3 MiB, inside the
+/// default `http.max_body_bytes`.
+const PER_DEPLOY: usize = 10_000;
+
+/// Registers the bench schedules by deploy sync (`PUT /workflows/bench-<w>/versions/1` with
+/// `schedules`, 10,000 per workflow) through the first instance.
 pub async fn deploy(args: &Args, fleet: &mut Fleet) -> Result<Deploy> {
-    let schedules: Vec<serde_json::Value> = (0..args.schedules)
-        .map(|i| {
-            serde_json::json!({
-                "schedule_id": format!("bench-{i}"),
-                "user_id": "bench",
-                "cron_expr": spec(args, i),
-                "timezone": "UTC",
-                "overlap_policy": "allow",
-            })
-        })
-        .collect();
-    let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});
-    let url = format!("{}/workflows/{WORKFLOW}/versions/1", fleet.base_url(0));
+    let client = reqwest::Client::new();
     let started = Instant::now();
-    let answer = reqwest::Client::new()
-        .put(&url)
-        .json(&body)
-        .timeout(Duration::from_secs(600))
-        .send()
-        .await
-        .with_context(|| format!("deploy to {url}"))?;
-    if !answer.status().is_success() {
-        bail!(
-            "deploy answered {}: {}",
-            answer.status(),
-            answer.text().await?
-        );
+    for (w, first) in (0..args.schedules).step_by(PER_DEPLOY).enumerate() {
+        let last = (first + PER_DEPLOY).min(args.schedules);
+        let schedules: Vec<serde_json::Value> = (first..last)
+            .map(|i| {
+                serde_json::json!({
+                    "schedule_id": format!("bench-{i}"),
+                    "user_id": "bench",
+                    "cron_expr": spec(args, i),
+                    "timezone": "UTC",
+                    "overlap_policy": "allow",
+                })
+            })
+            .collect();
+        let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});
+        let url = format!("{}/workflows/{WORKFLOW}-{w}/versions/1", fleet.base_url(0));
+        let answer = client
+            .put(&url)
+            .json(&body)
+            .timeout(Duration::from_secs(600))
+            .send()
+            .await
+            .with_context(|| format!("deploy to {url}"))?;
+        if !answer.status().is_success() {
+            bail!(
+                "deploy answered {}: {}",
+                answer.status(),
+                answer.text().await?
+            );
+        }
     }
     let elapsed = started.elapsed();
     let rss_hwm_mib = fleet

@@ -75,7 +75,8 @@ pub struct Unstarted {
 
 /// Locks up to `limit` `ENQUEUED` runs published longer ago than their schedule's
 /// `start_timeout_s` (`default_s` when the schedule sets none; 0 turns the check off),
-/// oldest publish first.
+/// oldest publish first. Only runs older than the smallest timeout in effect are visited
+/// (index `schedules_start_timeout`), so a burst of fresh launches costs nothing here.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -95,7 +96,10 @@ pub async fn unstarted(
            s.retry_intervals_s, s.retry_backoff_initial_s, s.retry_backoff_multiplier, \
            s.retry_backoff_max_s, s.heartbeat_timeout_s, s.start_timeout_s \
          from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status = 'ENQUEUED' and r.published_at < $1 \
+         where r.status = 'ENQUEUED' \
+           and r.published_at < $1 - make_interval(secs => ( \
+             select min(t) from (select nullif($2, 0) as t union all \
+               select min(start_timeout_s) from schedules where start_timeout_s > 0) as b)) \
            and coalesce(s.start_timeout_s, $2) > 0 \
            and r.published_at < $1 - make_interval(secs => coalesce(s.start_timeout_s, $2)) \
          order by r.published_at limit $3 for update of r skip locked"

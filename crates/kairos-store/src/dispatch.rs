@@ -326,7 +326,8 @@ pub struct TimedOut {
 }
 
 /// In-flight runs older than their schedule's `max_run_seconds`, and `STARTED` runs with no
-/// report for `heartbeat_timeout_s`, become `TIMED_OUT` (and the attempt is recorded).
+/// report for `heartbeat_timeout_s`, become `TIMED_OUT` (and the attempt is recorded). Only
+/// runs of schedules that set one of these limits are visited (index `schedules_run_limits`).
 /// Returns them; the caller decides, in the same transaction, whether each is retried
 /// ([`crate::attempts::retry`]) or dead-lettered.
 ///
@@ -340,8 +341,9 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
                    and coalesce(r.started_at, r.published_at) \
                        < $1 - make_interval(secs => s.max_run_seconds) \
                   then 'max_run_seconds' else 'heartbeat' end as cause \
-           from schedule_runs r join schedules s on s.schedule_id = r.schedule_id \
-           where r.status in ('ENQUEUED', 'STARTED') and ( \
+           from schedules s join schedule_runs r on r.schedule_id = s.schedule_id \
+           where (s.max_run_seconds is not null or s.heartbeat_timeout_s is not null) \
+             and r.status in ('ENQUEUED', 'STARTED') and ( \
              (s.max_run_seconds is not null and coalesce(r.started_at, r.published_at) \
                 < $1 - make_interval(secs => s.max_run_seconds)) \
              or (s.heartbeat_timeout_s is not null and r.status = 'STARTED' \
