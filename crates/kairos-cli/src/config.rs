@@ -187,6 +187,9 @@ pub struct SchedulerConfig {
     pub start_timeout_s: u64,
     /// Re-publishes of one attempt before it fails as never started.
     pub max_republish: u32,
+    /// A CANCELLING run whose executor has not confirmed the cancel within this many
+    /// seconds becomes CANCELLED (and stops blocking its schedule).
+    pub cancel_timeout_s: u64,
 }
 
 /// `[registrar]`: input rules beyond the built-in ones.
@@ -543,7 +546,8 @@ impl Config {
         }
         positive("scheduler.batch_size", scheduler.batch_size.into())?;
         positive("scheduler.min_interval_s", scheduler.min_interval_s)?;
-        positive("scheduler.launch_deadline_s", scheduler.launch_deadline_s)
+        positive("scheduler.launch_deadline_s", scheduler.launch_deadline_s)?;
+        positive("scheduler.cancel_timeout_s", scheduler.cancel_timeout_s)
     }
 
     fn validate_registrar(&self) -> Result<(), Box<figment::Error>> {

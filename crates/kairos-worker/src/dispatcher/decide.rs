@@ -1,5 +1,12 @@
 //! The overlap policy at fire time, without IO: for each claimed run, in claim order,
-//! launch it, skip it, queue it, or leave it for the next round.
+//! launch it, skip it, queue it (asking the run in flight to cancel, under `cancel_other`),
+//! or leave it for the next round.
+//!
+//! Every policy but `allow` is exclusive: at most one run of the schedule in flight. A run
+//! that cannot go out waits (`QUEUED`) up to a bound — the schedule's `max_queued` under
+//! `queue` (unbounded without one), one under `buffer_one` and `cancel_other` — and past it
+//! is `SKIPPED` with reason `queue_full` or `buffer_full`; under `skip` it is `SKIPPED` at
+//! once.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,27 +16,32 @@ use kairos_store::dispatch::{Blockers, Claimed};
 /// What to do with one claimed run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decision {
-    /// Publish it; `exclusive` under `skip`/`queue`.
+    /// Publish it; `exclusive` under every policy but `allow`.
     Launch {
         /// Counts against the one-in-flight index.
         exclusive: bool,
     },
-    /// `SKIPPED` (overlap `skip`) with the reason. `behind` names a run launched in this
-    /// same batch: the skip stands only if that run really goes out.
+    /// `SKIPPED` (overlap `skip`, or a full queue or buffer) with the reason. `behind`
+    /// names a run launched in this same batch: the skip stands only if that run really
+    /// goes out.
     Skip {
         /// Why.
         reason: String,
         /// The run of this batch it would overlap.
         behind: Option<String>,
     },
-    /// `QUEUED` (overlap `queue`) with the reason; `behind` as for `Skip`.
+    /// `QUEUED` (overlap `queue`, `buffer_one`, `cancel_other`) with the reason; `behind`
+    /// as for `Skip`.
     Queue {
         /// Why.
         reason: String,
         /// The run of this batch it waits for.
         behind: Option<String>,
+        /// Under `cancel_other`: the run in flight to cancel (in the same transaction).
+        cancel: Option<String>,
     },
-    /// Leave it `PENDING`: another dispatcher holds its schedule right now.
+    /// Leave it `PENDING`: another dispatcher holds its schedule right now (or, under
+    /// `cancel_other`, a run of this batch went out first: the next round cancels it).
     Defer,
 }
 
@@ -41,11 +53,10 @@ pub(crate) fn decide(
     blockers: &HashMap<String, Blockers>,
 ) -> Vec<Decision> {
     let mut launched: HashMap<&str, &str> = HashMap::new();
-    let mut queued: HashSet<&str> = HashSet::new();
+    let mut queued: HashMap<&str, i64> = HashMap::new();
     runs.iter()
         .map(|run| {
             let schedule = run.schedule_id.as_str();
-            let policy = run.overlap_policy;
             if run.status == RunStatus::Retrying {
                 // Its next attempt: it is the run holding the schedule, so nothing it could
                 // overlap with can be in flight.
@@ -57,47 +68,96 @@ pub(crate) fn decide(
                     exclusive: run.exclusive,
                 };
             }
-            if policy == OverlapPolicy::Allow {
+            if run.overlap_policy == OverlapPolicy::Allow {
                 return Decision::Launch { exclusive: false };
             }
             if !held.contains(schedule) {
                 return Decision::Defer;
             }
-            let known = blockers.get(schedule);
-            let in_db = known.and_then(|b| b.in_flight.as_deref());
-            let in_batch = launched.get(schedule).copied();
-            let blocker = in_db.or(in_batch);
-            let behind = if in_db.is_none() {
-                in_batch.map(str::to_string)
-            } else {
-                None
-            };
-            match (policy, blocker) {
-                (OverlapPolicy::Skip, Some(key)) => Decision::Skip {
-                    reason: format!("overlap skip: run {key} is in flight"),
-                    behind,
-                },
-                (OverlapPolicy::Queue, _)
-                    if blocker.is_some()
-                        || known
-                            .and_then(|b| b.first_queued)
-                            .is_some_and(|first| first < run.fire_at)
-                        || queued.contains(schedule) =>
-                {
-                    queued.insert(schedule);
-                    let reason = match blocker {
-                        Some(key) => format!("overlap queue: waiting for run {key}"),
-                        None => "overlap queue: waiting behind older queued runs".to_string(),
-                    };
-                    Decision::Queue { reason, behind }
-                }
-                _ => {
+            let decision = exclusive(run, blockers.get(schedule), &launched, &queued);
+            match decision {
+                Decision::Launch { .. } => {
                     launched.insert(schedule, run.idempotency_key.as_str());
-                    Decision::Launch { exclusive: true }
                 }
+                Decision::Queue { .. } => *queued.entry(schedule).or_default() += 1,
+                _ => {}
             }
+            decision
         })
         .collect()
+}
+
+/// The decision for a run of an exclusive schedule whose lock this transaction holds.
+fn exclusive(
+    run: &Claimed,
+    known: Option<&Blockers>,
+    launched: &HashMap<&str, &str>,
+    queued: &HashMap<&str, i64>,
+) -> Decision {
+    let schedule = run.schedule_id.as_str();
+    let policy = run.overlap_policy;
+    let in_db = known.and_then(|b| b.in_flight.as_deref());
+    let in_batch = launched.get(schedule).copied();
+    let blocker = in_db.or(in_batch);
+    let behind = if in_db.is_none() {
+        in_batch.map(str::to_string)
+    } else {
+        None
+    };
+    let queued_in_batch = queued.get(schedule).copied().unwrap_or(0);
+    let waiting = known.map_or(0, |b| b.queued) + queued_in_batch;
+    let older_waiting = queued_in_batch > 0
+        || known
+            .and_then(|b| b.first_queued)
+            .is_some_and(|first| first < run.fire_at);
+    if policy == OverlapPolicy::Skip {
+        return match blocker {
+            Some(key) => Decision::Skip {
+                reason: format!("overlap skip: run {key} is in flight"),
+                behind,
+            },
+            None => Decision::Launch { exclusive: true },
+        };
+    }
+    if blocker.is_none() && !older_waiting {
+        return Decision::Launch { exclusive: true };
+    }
+    if policy == OverlapPolicy::CancelOther && in_db.is_none() && in_batch.is_some() {
+        return Decision::Defer;
+    }
+    let (bound, full) = match policy {
+        OverlapPolicy::Queue => (
+            known.and_then(|b| b.max_queued).map(i64::from),
+            "queue_full",
+        ),
+        _ => (Some(1), "buffer_full"),
+    };
+    if bound.is_some_and(|bound| waiting >= bound) {
+        let what = match blocker {
+            Some(key) => format!("run {key} is in flight and {waiting} run(s) wait"),
+            None => format!("{waiting} run(s) wait"),
+        };
+        return Decision::Skip {
+            reason: format!("{full}: {what} (overlap {policy})"),
+            behind,
+        };
+    }
+    let reason = match (policy, blocker) {
+        (OverlapPolicy::CancelOther, Some(key)) => {
+            format!("overlap cancel_other: waiting for run {key} to be cancelled")
+        }
+        (_, Some(key)) => format!("overlap {policy}: waiting for run {key}"),
+        (_, None) => format!("overlap {policy}: waiting behind older queued runs"),
+    };
+    let cancel = match policy {
+        OverlapPolicy::CancelOther => in_db.map(str::to_string),
+        _ => None,
+    };
+    Decision::Queue {
+        reason,
+        behind,
+        cancel,
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +212,7 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: Some("x".into()),
                 first_queued: None,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &blocked);
@@ -162,6 +223,8 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: None,
                 first_queued: Some(Utc.with_ymd_and_hms(2025, 12, 31, 0, 0, 0).unwrap()),
+                queued: 1,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &older);
@@ -182,6 +245,7 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: Some("a".into()),
                 first_queued: None,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[retry, run("b", "s", "skip")], &held(&["s"]), &blocked);

@@ -39,6 +39,9 @@ pub struct Round {
     /// Fire drift of each planner tick enqueued: seconds from `run_at` to `published_at`
     /// (the database's clock after the PubAcks).
     pub drift_seconds: Vec<f64>,
+    /// Runs in flight asked to cancel by overlap `cancel_other` (their cancel messages
+    /// go out after the commit).
+    pub cancels: usize,
 }
 
 impl<L: RunLauncher> Dispatcher<L> {
@@ -58,7 +61,9 @@ impl<L: RunLauncher> Dispatcher<L> {
         outcomes.extend(settle(&live, &decisions, &launched));
         outcomes.extend(launched);
         let drift = dispatch::record(tx, &outcomes, now, None).await?;
-        Ok(Round::tally(claimed_n, &outcomes, drift))
+        let mut round = Round::tally(claimed_n, &outcomes, drift);
+        round.cancels = cancel_others(tx, &live, &decisions, &outcomes).await?;
+        Ok(round)
     }
 
     /// The overlap decisions for `runs` (advisory locks taken on their exclusive schedules).
@@ -74,6 +79,45 @@ impl<L: RunLauncher> Dispatcher<L> {
         let blockers = dispatch::blockers(tx, &held_ids).await?;
         Ok(decide(runs, &held, &blockers))
     }
+}
+
+/// Under `cancel_other`, the run in flight of each schedule whose new run was queued is
+/// asked to cancel, in this transaction (after the queued run is recorded, so a run that
+/// held the schedule without being published, `RETRYING`, frees it for the new run at
+/// once). Returns how many were asked.
+async fn cancel_others(
+    tx: &mut Tx,
+    live: &[Claimed],
+    decisions: &[Decision],
+    outcomes: &[Outcome],
+) -> Result<usize> {
+    let queued: HashSet<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.settled(), Settled::Queued { .. }))
+        .map(Outcome::key)
+        .collect();
+    let mut asked = 0;
+    for (run, decision) in live.iter().zip(decisions) {
+        let Decision::Queue {
+            cancel: Some(victim),
+            ..
+        } = decision
+        else {
+            continue;
+        };
+        if !queued.contains(run.idempotency_key.as_str()) {
+            continue;
+        }
+        let reason = format!(
+            "overlap cancel_other: run {} of the schedule is due",
+            run.idempotency_key
+        );
+        let done = kairos_store::cancel::request(tx, victim, &reason, None).await?;
+        tracing::info!(key = %victim, by = %run.idempotency_key, outcome = done.kind(),
+            "overlap cancel_other: cancel of the run in flight requested");
+        asked += 1;
+    }
+    Ok(asked)
 }
 
 /// Runs that must not go out fail first (launch deadline passed, workflow version not
@@ -117,7 +161,7 @@ fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec
             Decision::Skip { reason, behind } if stands(behind) => {
                 Outcome::skipped(key, reason.clone())
             }
-            Decision::Queue { reason, behind } if stands(behind) => {
+            Decision::Queue { reason, behind, .. } if stands(behind) => {
                 Outcome::queued(key, reason.clone())
             }
             _ => continue,
