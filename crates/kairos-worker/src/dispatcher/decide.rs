@@ -13,6 +13,11 @@ use std::collections::{HashMap, HashSet};
 use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_store::dispatch::{Blockers, Claimed};
 
+/// How the reason of a skip past `max_queued` starts.
+pub(crate) const QUEUE_FULL: &str = "queue_full";
+/// How the reason of a skip past the one waiting run of `buffer_one`/`cancel_other` starts.
+pub(crate) const BUFFER_FULL: &str = "buffer_full";
+
 /// What to do with one claimed run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decision {
@@ -126,11 +131,8 @@ fn exclusive(
         return Decision::Defer;
     }
     let (bound, full) = match policy {
-        OverlapPolicy::Queue => (
-            known.and_then(|b| b.max_queued).map(i64::from),
-            "queue_full",
-        ),
-        _ => (Some(1), "buffer_full"),
+        OverlapPolicy::Queue => (known.and_then(|b| b.max_queued).map(i64::from), QUEUE_FULL),
+        _ => (Some(1), BUFFER_FULL),
     };
     if bound.is_some_and(|bound| waiting >= bound) {
         let what = match blocker {
@@ -251,6 +253,57 @@ mod tests {
         let got = decide(&[retry, run("b", "s", "skip")], &held(&["s"]), &blocked);
         assert_eq!(got[0], Decision::Launch { exclusive: true });
         assert!(matches!(&got[1], Decision::Skip { .. }));
+    }
+
+    fn in_flight(key: &str, queued: i64, max_queued: Option<i32>) -> HashMap<String, Blockers> {
+        HashMap::from([(
+            "s".to_string(),
+            Blockers {
+                schedule_id: "s".into(),
+                in_flight: Some(key.into()),
+                first_queued: None,
+                queued,
+                max_queued,
+            },
+        )])
+    }
+
+    #[test]
+    fn buffer_one_queues_one_and_skips_the_rest_as_buffer_full() {
+        let runs = [run("a", "s", "buffer_one"), run("b", "s", "buffer_one")];
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
+        assert!(matches!(&got[0], Decision::Queue { cancel: None, .. }));
+        assert!(
+            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+        let got = decide(&runs[..1], &held(&["s"]), &in_flight("x", 1, None));
+        assert!(
+            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+    }
+
+    #[test]
+    fn queue_is_bounded_by_max_queued_only_when_it_is_set() {
+        let runs: Vec<Claimed> = ["a", "b", "c"].map(|k| run(k, "s", "queue")).into();
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 1, Some(2)));
+        assert!(matches!(&got[0], Decision::Queue { .. }));
+        assert!(matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(QUEUE_FULL)));
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 5, None));
+        assert!(got.iter().all(|d| matches!(d, Decision::Queue { .. })));
+    }
+
+    #[test]
+    fn cancel_other_asks_the_run_in_flight_to_cancel_and_waits() {
+        let runs = [run("a", "s", "cancel_other"), run("b", "s", "cancel_other")];
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
+        assert!(matches!(&got[0], Decision::Queue { cancel: Some(k), .. } if k == "x"));
+        assert!(
+            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+        // Nothing in flight: the first launches; a second of the same batch waits for the
+        // next round, which cancels the first.
+        let got = decide(&runs, &held(&["s"]), &HashMap::new());
+        assert_eq!(got, [Decision::Launch { exclusive: true }, Decision::Defer]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
 use kairos_store::Tx;
 
-use super::decide::{decide, Decision};
+use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
 use super::launch::Dags;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
@@ -31,6 +31,10 @@ pub struct Round {
     pub failed_no_workflow: usize,
     /// `SKIPPED` by overlap.
     pub skipped: usize,
+    /// Of `skipped`: overlap `queue` with `max_queued` runs waiting.
+    pub skipped_queue_full: usize,
+    /// Of `skipped`: overlap `buffer_one`/`cancel_other` with a run waiting.
+    pub skipped_buffer_full: usize,
     /// `QUEUED` by overlap.
     pub queued: usize,
     /// Left `PENDING` untouched (schedule held by another dispatcher, or behind a run of
@@ -193,7 +197,14 @@ impl Round {
                         Unlaunchable::WorkflowMissing { .. } => round.failed_no_workflow += 1,
                     }
                 }
-                Settled::Skipped { .. } => round.skipped += 1,
+                Settled::Skipped { reason } => {
+                    round.skipped += 1;
+                    if reason.starts_with(QUEUE_FULL) {
+                        round.skipped_queue_full += 1;
+                    } else if reason.starts_with(BUFFER_FULL) {
+                        round.skipped_buffer_full += 1;
+                    }
+                }
                 Settled::Queued { .. } => round.queued += 1,
             }
         }
