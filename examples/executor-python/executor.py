@@ -120,15 +120,21 @@ async def heartbeats(args, js, key, attempt):
 
 
 class Cancels:
-    """The runs this executor is working on and the cancels it heard, by (key, attempt)."""
+    """The runs this executor is working on and the cancels it heard, by (key, attempt).
+    Every executor hears every cancel, and most name runs another executor took, so only
+    the newest MAX_HEARD are remembered."""
+
+    MAX_HEARD = 10_000
 
     def __init__(self):
         self.running = {}
-        self.heard = set()
+        self.heard = {}  # an ordered set: (key, attempt) -> None
 
     def hear(self, request):
         run = (request["idempotency_key"], request["attempt"])
-        self.heard.add(run)
+        self.heard[run] = None
+        while len(self.heard) > self.MAX_HEARD:
+            del self.heard[next(iter(self.heard))]
         task = self.running.get(run)
         if task is not None:
             task.cancel()
@@ -148,7 +154,7 @@ async def handle(args, js, launch, cancels):
     body = {"status": "SUCCESS", "executor_id": args.executor_id, "attempt": attempt}
     if (key, attempt) in cancels.heard:
         print(f"executor: {key} was cancelled before it started; not running it")
-        cancels.heard.discard((key, attempt))
+        cancels.heard.pop((key, attempt), None)
         await report(args, js, key, {**body, "status": "CANCELLED"})
         return
     started = {"status": "STARTED", "executor_id": args.executor_id, "attempt": attempt}
@@ -173,7 +179,7 @@ async def handle(args, js, launch, cancels):
         body.update(status="FAILED", error=str(err))
     finally:
         cancels.running.pop((key, attempt), None)
-        cancels.heard.discard((key, attempt))
+        cancels.heard.pop((key, attempt), None)
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating

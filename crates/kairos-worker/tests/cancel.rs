@@ -115,6 +115,19 @@ async fn a_pending_run_is_cancelled_at_once_and_never_published() {
         intake.cancel(&key(9), None).await.expect("cancel"),
         Cancel::NotFound
     ));
+    // A resume or reschedule brings back never-published CANCELLED runs, but not one an
+    // operator cancelled.
+    let long_ago = chrono::Utc::now() - chrono::Duration::days(1);
+    let planned = runs::future_planned(&pool, &["s1".to_string()], long_ago)
+        .await
+        .expect("planned");
+    assert!(planned.is_empty(), "{planned:?}");
+    let now = chrono::Utc::now();
+    let kept = runs::keep_planned(&pool, &[due.clone()], &[now], now)
+        .await
+        .expect("keep");
+    assert_eq!(kept, 0);
+    assert_eq!(status(&pool, &due).await, RunStatus::Cancelled);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

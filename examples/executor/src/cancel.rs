@@ -5,7 +5,7 @@
 //! `CANCELLED`; a cancel for a run it does not have yet is remembered, so a launch that
 //! arrives after its cancel is reported `CANCELLED` without running.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -27,10 +27,15 @@ pub struct CancelRequest {
 #[derive(Debug, Clone, Default)]
 pub struct Cancels(Arc<Mutex<State>>);
 
+/// Cancels remembered for runs this executor does not have: every executor hears every
+/// cancel, and most name runs another executor took, so only the newest are kept.
+const MAX_HEARD: usize = 10_000;
+
 #[derive(Debug, Default)]
 struct State {
     running: HashMap<(String, u32), Arc<Notify>>,
     heard: HashSet<(String, u32)>,
+    heard_order: VecDeque<(String, u32)>,
 }
 
 impl Cancels {
@@ -62,7 +67,14 @@ impl Cancels {
         match state.running.get(&id) {
             Some(signal) => signal.notify_one(),
             None => {
-                state.heard.insert(id);
+                if state.heard.insert(id.clone()) {
+                    state.heard_order.push_back(id);
+                }
+                while state.heard_order.len() > MAX_HEARD {
+                    if let Some(oldest) = state.heard_order.pop_front() {
+                        state.heard.remove(&oldest);
+                    }
+                }
             }
         }
     }
