@@ -71,24 +71,25 @@ pub async fn request(
     reason: &str,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Cancel> {
-    let before: Option<String> = sqlx::query_scalar(REQUEST)
+    /// The run's status before the cancel.
+    #[derive(sqlx::FromRow)]
+    struct Before {
+        #[sqlx(try_from = "String")]
+        status: RunStatus,
+    }
+    let before: Option<Before> = sqlx::query_as(REQUEST)
         .bind(key)
         .bind(reason)
         .bind(pinned)
         .bind(crate::wakeups::RUNS_CHANNEL)
         .fetch_optional(&mut *db)
         .await?;
-    let Some(before) = before else {
+    let Some(Before { status: before }) = before else {
         return Ok(Cancel::NotFound);
     };
     let run = crate::runs::get(&mut *db, key)
         .await?
         .expect("the cancel locked this row in this transaction");
-    let before: RunStatus = before.parse().map_err(|_| {
-        crate::Error::Database(sqlx::Error::Decode(
-            format!("unknown run status {before:?}").into(),
-        ))
-    })?;
     Ok(match before {
         RunStatus::Cancelling => Cancel::AlreadyCancelling(run),
         status if status.terminal() => Cancel::Finished(run),

@@ -229,7 +229,10 @@ with cur as (
                             else r.heartbeat_at end,
         last_error = case when $2 = 'FAILED' then coalesce($5, r.last_error)
                           else r.last_error end,
-        reason = case when $2 = 'FAILED' and $9::timestamptz is not null
+        reason = case when r.status = 'CANCELLING' and $2 in ('SUCCESS', 'FAILED')
+                      then format('executor reported %s before it stopped the run (%s)', $2,
+                          coalesce(r.reason, 'cancel requested'))
+                      when $2 = 'FAILED' and $9::timestamptz is not null
                       then format('attempt %s failed; attempt %s at %s', r.attempt,
                           r.attempt + 1, to_char($9::timestamptz at time zone 'UTC',
                           'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))

@@ -321,6 +321,11 @@ async fn a_cancelled_run_is_never_retried() {
     .await;
     let row = runs::get(&pool, &k).await.expect("read").expect("run");
     assert_eq!((row.status, row.attempt), (RunStatus::Failed, 1));
+    let reason = row.reason.expect("a reason");
+    assert!(
+        reason.starts_with("executor reported FAILED before it stopped"),
+        "{reason}"
+    );
     assert!(row.dead_lettered_at.is_none());
 
     // A run waiting for its next attempt is cancelled at once and never launched again.
