@@ -26,6 +26,10 @@ use kairos_auth::AuthConfig;
 use kairos_core::{CatchupPolicy, OverlapPolicy, MAX_JITTER_MS};
 use serde::{Deserialize, Deserializer};
 
+/// Longest pre-staging lead, ms: the claim transaction stays open while it waits, well
+/// inside the session's 30 s idle-in-transaction timeout (with the launch timeout).
+const MAX_PRESTAGE_MS: u64 = 10_000;
+
 #[cfg(test)]
 mod tests;
 
@@ -187,6 +191,10 @@ pub struct SchedulerConfig {
     pub start_timeout_s: u64,
     /// Re-publishes of one attempt before it fails as never started.
     pub max_republish: u32,
+    /// How far ahead of `fire_at` the dispatcher claims and prepares a run, ms (0: off).
+    pub prestage_ms: u64,
+    /// Dispatch rounds one instance runs side by side.
+    pub dispatch_lanes: u32,
     /// A CANCELLING run whose executor has not confirmed the cancel within this many
     /// seconds becomes CANCELLED (and stops blocking its schedule).
     pub cancel_timeout_s: u64,
@@ -547,7 +555,24 @@ impl Config {
         positive("scheduler.batch_size", scheduler.batch_size.into())?;
         positive("scheduler.min_interval_s", scheduler.min_interval_s)?;
         positive("scheduler.launch_deadline_s", scheduler.launch_deadline_s)?;
-        positive("scheduler.cancel_timeout_s", scheduler.cancel_timeout_s)
+        positive("scheduler.cancel_timeout_s", scheduler.cancel_timeout_s)?;
+        if scheduler.prestage_ms > MAX_PRESTAGE_MS {
+            return Err(invalid(
+                "scheduler.prestage_ms",
+                "must be <= 10000 (the claim transaction stays open while it waits)",
+            ));
+        }
+        let lanes = scheduler.dispatch_lanes;
+        if lanes == 0 || lanes >= self.database.max_connections {
+            return Err(invalid(
+                "scheduler.dispatch_lanes",
+                format_args!(
+                    "must be between 1 and database.max_connections - 1 ({})",
+                    self.database.max_connections.saturating_sub(1)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn validate_registrar(&self) -> Result<(), Box<figment::Error>> {

@@ -43,6 +43,8 @@ fn dispatcher_config(config: &Config) -> DispatcherConfig {
     );
     dispatcher.start_timeout = Duration::from_secs(scheduler.start_timeout_s);
     dispatcher.max_republish = scheduler.max_republish;
+    dispatcher.prestage = Duration::from_millis(scheduler.prestage_ms);
+    dispatcher.lanes = scheduler.dispatch_lanes as usize;
     dispatcher.cancel_timeout = Duration::from_secs(scheduler.cancel_timeout_s);
     dispatcher
 }

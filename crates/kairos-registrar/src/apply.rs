@@ -182,6 +182,8 @@ pub(crate) async fn apply(
     let mut written: HashMap<String, Schedule> = HashMap::new();
     let inserted = schedules::insert_many(&mut **conn, &inserts, now).await?;
     let updated = schedules::update_many(&mut **conn, &updates, now).await?;
+    let updated_ids: Vec<String> = updated.iter().map(|s| s.schedule_id.clone()).collect();
+    runs::copy_priority(&mut **conn, &updated_ids).await?;
     for row in inserted.into_iter().chain(updated) {
         written.insert(row.schedule_id.clone(), row);
     }

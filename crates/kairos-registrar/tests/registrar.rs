@@ -623,3 +623,45 @@ async fn min_interval_compares_wall_clock_gaps_across_dst() {
         Some(ts("2026-03-08T06:00:00Z"))
     );
 }
+
+#[tokio::test]
+async fn a_run_takes_its_schedules_priority_and_follows_a_change_until_published() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
+    let mut high = input("s1", "0 7 * * *");
+    high.priority = Some(3);
+    reg.upsert(&high).await.expect("create");
+    let pending = plant(&pool, "s1", "2026-03-09T07:00:00Z").await;
+    let published = plant(&pool, "s1", "2026-03-10T07:00:00Z").await;
+    sqlx::query("update schedule_runs set status = 'ENQUEUED' where idempotency_key = $1")
+        .bind(&published)
+        .execute(&pool)
+        .await
+        .expect("publish one");
+    let priority = |key: String| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i32>(
+                "select priority from schedule_runs where idempotency_key = $1",
+            )
+            .bind(key)
+            .fetch_one(&pool)
+            .await
+            .expect("priority")
+        }
+    };
+    assert_eq!(
+        priority(pending.clone()).await,
+        3,
+        "written with the schedule's"
+    );
+    high.priority = Some(7);
+    reg.upsert(&high).await.expect("change the priority");
+    assert_eq!(
+        priority(pending).await,
+        7,
+        "a run not yet published follows"
+    );
+    assert_eq!(priority(published).await, 3, "history keeps what it had");
+}

@@ -70,14 +70,22 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
       as overlap_policy, \
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
 
-/// Locks up to `limit` due runs (`PENDING` or `RETRYING` with `fire_at <= now`), highest
-/// schedule priority first, then oldest `fire_at`, skipping runs another transaction holds.
+/// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
+/// `fire_at <= due_by`), highest priority first, then oldest `fire_at`, skipping runs another
+/// transaction holds. `due_by` is `now` plus the dispatcher's pre-staging lead: a run due
+/// within the lead is claimed and prepared before its time, and published at it. `now`
+/// decides whether a run is past its launch deadline.
+///
+/// The order is the partial index `schedule_runs_claim` read from its start, so a claim
+/// costs O(`limit`) however many runs are due (the priority is on the run row; joining the
+/// schedule for it made every claim sort every due run).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn claim(
     tx: &mut PgConnection,
     now: DateTime<Utc>,
+    due_by: DateTime<Utc>,
     launch_deadline_s: f64,
     limit: i64,
 ) -> Result<Vec<Claimed>> {
@@ -87,14 +95,15 @@ pub async fn claim(
     let sql = format!(
         "select {CLAIM_COLUMNS} from schedule_runs r \
          left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status in ('PENDING', 'RETRYING') and r.fire_at <= $1 \
-         order by coalesce(s.priority, 0) desc, r.fire_at, r.idempotency_key \
+         where r.status in ('PENDING', 'RETRYING') and r.fire_at <= $4 \
+         order by r.priority desc, r.fire_at, r.idempotency_key \
          limit $3 for update of r skip locked"
     );
     Ok(sqlx::query_as(&sql)
         .bind(now)
         .bind(launch_deadline_s)
         .bind(limit)
+        .bind(due_by)
         .fetch_all(&mut *tx)
         .await?)
 }
@@ -297,7 +306,7 @@ pub async fn next_due_in(
     db: impl PgExecutor<'_>,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Option<std::time::Duration>> {
-    // Served by the partial index schedule_runs_due: one index probe.
+    // Served by the partial index schedule_runs_due (fire_at only): one index probe.
     let seconds: Option<f64> = sqlx::query_scalar(
         "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
            clock_timestamp())), 0)::float8 \

@@ -121,10 +121,12 @@ pub async fn insert_runs(
     }
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
-         source, workflow_id, version, user_id, created_at, updated_at, overlap_override) \
-         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10 \
+         source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
+         priority) \
+         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0) \
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
+         left join schedules sc on sc.schedule_id = t.s \
          on conflict (idempotency_key) do nothing",
     )
     .bind(&rows.idempotency_keys)

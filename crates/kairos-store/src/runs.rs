@@ -101,8 +101,10 @@ pub struct NewRun {
 pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -> Result<bool> {
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
-         source, workflow_id, version, user_id, created_at, updated_at, overlap_override) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) \
+         source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
+         priority) \
+         select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, \
+           coalesce((select priority from schedules where schedule_id = $2), 0) \
          on conflict (idempotency_key) do nothing",
     )
     .bind(&run.idempotency_key)
@@ -119,6 +121,26 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Copies each schedule's priority onto its runs not yet published (`PENDING`, `RETRYING`,
+/// `QUEUED`), where it differs: the dispatcher's claim orders by the run's own copy.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn copy_priority(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> Result<u64> {
+    if schedule_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedule_runs r set priority = s.priority from schedules s \
+         where s.schedule_id = any($1) and r.schedule_id = s.schedule_id \
+           and r.status in ('PENDING', 'RETRYING', 'QUEUED') and r.priority <> s.priority",
+    )
+    .bind(schedule_ids)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// One run by its key.

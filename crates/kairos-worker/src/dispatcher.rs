@@ -9,6 +9,11 @@
 //! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
 //! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
 //!
+//! Pre-staging: a round claims runs due within `prestage` of the database's now, loads their
+//! DAGs and builds their messages, then publishes them in waves as each `fire_at` comes on
+//! the database's clock (`clock.rs`), so a burst's database work is done before its tick.
+//! An instance runs `lanes` rounds side by side, each its own transaction and batch.
+//!
 //! The loop ([`Dispatcher::run`]) has three arms besides shutdown: the next `fire_at`, a
 //! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
 //! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
@@ -17,6 +22,7 @@
 //! `republish.rs`: launches no executor started, whose message may have been lost).
 
 mod cancels;
+mod clock;
 mod decide;
 mod launch;
 mod report;
@@ -33,6 +39,9 @@ use kairos_store::wakeups::RUNS_CHANNEL;
 use kairos_store::{dispatch, PgPool, Tx};
 
 use crate::wake::Wake;
+use clock::DbClock;
+pub use clock::InstanceClock;
+use round::Release;
 pub use round::Round;
 
 /// Why a dispatcher call failed.
@@ -69,11 +78,22 @@ pub struct DispatcherConfig {
     /// A `CANCELLING` run the executor has not confirmed this long after the cancel was
     /// asked for becomes `CANCELLED` (`scheduler.cancel_timeout_s`).
     pub cancel_timeout: Duration,
+    /// How far ahead of `fire_at` a round may claim a run (`scheduler.prestage_ms`): the
+    /// claim, the DAG and the message are ready before the tick, and the publish waits for
+    /// `fire_at` on the database's clock. Zero: claim only runs already due.
+    pub prestage: Duration,
+    /// Rounds one instance runs side by side (`scheduler.dispatch_lanes`), each its own
+    /// transaction on its own batch, so one batch's publish overlaps another's claim and
+    /// record.
+    pub lanes: usize,
+    /// The instance's clock (tests skew it).
+    pub instance_clock: InstanceClock,
 }
 
 impl DispatcherConfig {
     /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep,
-    /// 300 s start timeout, 3 re-publishes, 60 s cancel timeout.
+    /// 300 s start timeout, 3 re-publishes, 60 s cancel timeout, no pre-staging, one lane,
+    /// the system clock.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
@@ -84,6 +104,9 @@ impl DispatcherConfig {
             start_timeout: Duration::from_secs(300),
             max_republish: 3,
             cancel_timeout: Duration::from_secs(60),
+            prestage: Duration::ZERO,
+            lanes: 1,
+            instance_clock: chrono::Utc::now,
         }
     }
 }
@@ -138,24 +161,31 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(())
     }
 
-    /// One round, then how long to sleep: nothing when a full batch went out, a tick after
-    /// a failure, else until the next `fire_at` (capped by the tick, so drift stays small).
+    /// One round in each lane, then how long to sleep: nothing when a lane took a full
+    /// batch, a tick after a failure, else until the next run enters the pre-staging lead
+    /// (capped by the tick, so drift stays small).
     async fn round_and_wait(&self) -> Duration {
-        let round = match self.round().await {
-            Ok(round) => round,
-            Err(err) => {
-                tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+        let lanes = (0..self.config.lanes.max(1)).map(|_| self.round());
+        let mut full = false;
+        for round in futures::future::join_all(lanes).await {
+            let round = match round {
+                Ok(round) => round,
+                Err(err) => {
+                    tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+                    return self.config.tick;
+                }
+            };
+            if round.retry > 0 {
                 return self.config.tick;
             }
-        };
-        if round.retry > 0 {
-            return self.config.tick;
+            full |= round.claimed as i64 >= self.config.batch_size && round.deferred == 0;
         }
-        if round.claimed as i64 >= self.config.batch_size && round.deferred == 0 {
+        if full {
             return Duration::ZERO;
         }
         match dispatch::next_due_in(&self.pool, None).await {
-            Ok(Some(due)) => (due + Duration::from_millis(1)).clamp(MIN_IDLE, self.config.tick),
+            Ok(Some(due)) => (due.saturating_sub(self.config.prestage) + Duration::from_millis(1))
+                .clamp(MIN_IDLE, self.config.tick),
             Ok(None) => self.config.tick,
             Err(err) => {
                 tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
@@ -164,7 +194,8 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
     }
 
-    /// Claims one batch of due runs and dispatches it in one transaction.
+    /// Claims one batch of runs due within the pre-staging lead and dispatches it in one
+    /// transaction, each run published once its `fire_at` has come.
     ///
     /// # Errors
     /// [`Error::Store`] when a statement fails (the round is rolled back).
@@ -172,12 +203,17 @@ impl<L: RunLauncher> Dispatcher<L> {
         let started = crate::metrics::BatchTimer::start();
         let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, None).await?;
+        let clock = DbClock::measured(self.config.instance_clock, now);
+        let due_by = now + chrono::TimeDelta::from_std(self.config.prestage).unwrap_or_default();
         let deadline = self.config.launch_deadline.as_secs_f64();
-        let claimed = dispatch::claim(&mut tx, now, deadline, self.config.batch_size).await?;
+        let limit = self.config.batch_size;
+        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
         if claimed.is_empty() {
             return Ok(Round::default());
         }
-        let round = self.dispatch(&mut tx, claimed, now).await?;
+        let round = self
+            .dispatch(&mut tx, claimed, Release::WhenDue(clock))
+            .await?;
         tx.commit().await?;
         round.finished(started);
         if round.cancels > 0 {
@@ -199,7 +235,9 @@ impl<L: RunLauncher> Dispatcher<L> {
         let Some(claimed) = dispatch::claim_key(&mut tx, key, now, deadline).await? else {
             return Ok(Round::default());
         };
-        let round = self.dispatch(&mut tx, vec![claimed], now).await?;
+        let round = self
+            .dispatch(&mut tx, vec![claimed], Release::Now(now))
+            .await?;
         tx.commit().await?;
         round.finished(started);
         Ok(round)

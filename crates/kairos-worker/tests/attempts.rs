@@ -304,6 +304,12 @@ async fn a_backlog_publishes_every_high_priority_run_before_any_low_one() {
     .execute(&pool)
     .await
     .expect("backlog");
+    // The claim orders by the run's copy of its schedule's priority: the registrar copies a
+    // changed priority onto the runs not yet published.
+    let copied = kairos_store::runs::copy_priority(&pool, &["high".into(), "low".into()])
+        .await
+        .expect("copy priority");
+    assert_eq!(copied, 1500, "only the high schedule's runs differ");
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
     for _ in 0..100 {
         if dispatcher.round().await.expect("round").claimed == 0 {

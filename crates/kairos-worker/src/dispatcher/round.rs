@@ -1,5 +1,6 @@
 //! One dispatcher round over a claimed batch, inside the caller's transaction. It reads as
-//! its steps: triage → decide → launch → settle → record.
+//! its steps: triage → then, wave by wave as runs come due, decide → launch → settle →
+//! record.
 
 use std::collections::HashSet;
 
@@ -9,6 +10,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
 use kairos_store::Tx;
 
+use super::clock::DbClock;
 use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
 use super::launch::Dags;
 use super::{report, Dispatcher, Result};
@@ -48,25 +50,42 @@ pub struct Round {
     pub cancels: usize,
 }
 
+/// When a round's runs go out.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Release {
+    /// Each once its `fire_at` has come on the database's clock (pre-staged runs wait).
+    WhenDue(DbClock),
+    /// All at once (a run-launcher start), at the database time given.
+    Now(DateTime<Utc>),
+}
+
 impl<L: RunLauncher> Dispatcher<L> {
-    /// Decides, publishes and records the claimed runs inside `tx`.
+    /// Decides, publishes and records the claimed runs inside `tx`, in waves: the runs due
+    /// now go out at once, a pre-staged run when its `fire_at` comes. Each wave is recorded
+    /// before the next is decided, so the next wave's overlap decisions see it.
     pub(super) async fn dispatch(
         &self,
         tx: &mut Tx,
         claimed: Vec<Claimed>,
-        now: DateTime<Utc>,
+        release: Release,
     ) -> Result<Round> {
         let claimed_n = claimed.len();
         let dags = Dags::load(tx, &claimed).await?;
-        let (live, mut outcomes) = triage(claimed, &dags);
-        let decisions = self.decide(tx, &live).await?;
-        let launched = self.launch(&live, &decisions, &dags).await;
-        crash_point("dispatcher_after_ack");
-        outcomes.extend(settle(&live, &decisions, &launched));
-        outcomes.extend(launched);
-        let drift = dispatch::record(tx, &outcomes, now, None).await?;
+        let (mut waiting, mut outcomes) = triage(claimed, &dags);
+        let mut drift = dispatch::record(tx, &outcomes, release.now(), None).await?;
+        let mut cancels = 0;
+        while let Some(wave) = release.next_wave(&mut waiting).await {
+            let decisions = self.decide(tx, &wave).await?;
+            let launched = self.launch(&wave, &decisions, &dags).await;
+            crash_point("dispatcher_after_ack");
+            let mut recorded = settle(&wave, &decisions, &launched);
+            recorded.extend(launched);
+            drift.extend(dispatch::record(tx, &recorded, release.now(), None).await?);
+            cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
+            outcomes.extend(recorded);
+        }
         let mut round = Round::tally(claimed_n, &outcomes, drift);
-        round.cancels = cancel_others(tx, &live, &decisions, &outcomes).await?;
+        round.cancels = cancels;
         Ok(round)
     }
 
@@ -82,6 +101,31 @@ impl<L: RunLauncher> Dispatcher<L> {
         let held_ids: Vec<String> = held.iter().cloned().collect();
         let blockers = dispatch::blockers(tx, &held_ids).await?;
         Ok(decide(runs, &held, &blockers))
+    }
+}
+
+impl Release {
+    /// The database's time now (at the latest).
+    fn now(&self) -> DateTime<Utc> {
+        match self {
+            Release::WhenDue(clock) => clock.now(),
+            Release::Now(now) => *now,
+        }
+    }
+
+    /// Takes the next wave out of `waiting` (claim order kept): after waiting for the
+    /// earliest `fire_at`, every run due by then. `None` when nothing is left.
+    async fn next_wave(&self, waiting: &mut Vec<Claimed>) -> Option<Vec<Claimed>> {
+        let earliest = waiting.iter().map(|run| run.fire_at).min()?;
+        let Release::WhenDue(clock) = self else {
+            return Some(std::mem::take(waiting));
+        };
+        clock.sleep_until(earliest).await;
+        let now = clock.now();
+        let (wave, later): (Vec<Claimed>, Vec<Claimed>) =
+            waiting.drain(..).partition(|run| run.fire_at <= now);
+        *waiting = later;
+        Some(wave)
     }
 }
 

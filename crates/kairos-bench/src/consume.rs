@@ -1,0 +1,104 @@
+//! The executor's side of a burst: a JetStream pull consumer on the launch stream that
+//! notes, for every message, its run, attempt, planned time and when it arrived.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+
+use crate::setup::Scratch;
+use crate::Args;
+
+/// One launch message as the consumer saw it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The run's key.
+    pub key: String,
+    /// The attempt it launches.
+    pub attempt: u64,
+    /// The planned tick.
+    pub scheduled_for: DateTime<Utc>,
+    /// When it arrived (this machine's clock, which is also the database's).
+    pub at: DateTime<Utc>,
+}
+
+/// A consumer receiving in the background.
+#[derive(Debug)]
+pub struct Consumer {
+    seen: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The launch stream `kairos serve` creates with the default config.
+const STREAM: &str = "KAIROS_LAUNCH";
+
+impl Consumer {
+    /// Attaches an ephemeral consumer (no acks: it measures delivery, it runs nothing).
+    pub async fn start(_args: &Args, scratch: &Scratch) -> Result<Consumer> {
+        let client = async_nats::connect(&scratch.nats_url).await?;
+        let stream = jetstream::new(client)
+            .get_stream(STREAM)
+            .await
+            .context("the launch stream (kairos serve creates it)")?;
+        let consumer = stream
+            .create_consumer(pull::Config {
+                ack_policy: AckPolicy::None,
+                max_batch: 1000,
+                ..Default::default()
+            })
+            .await?;
+        let mut messages = consumer.messages().await?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Some(Ok(message)) = messages.next().await {
+                let at = Utc::now();
+                let Ok(body) = serde_json::from_slice::<serde_json::Value>(&message.payload) else {
+                    continue;
+                };
+                let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");
+                let Ok(scheduled_for) = field("scheduled_for").parse::<DateTime<Utc>>() else {
+                    continue;
+                };
+                let received = Received {
+                    key: field("idempotency_key").to_string(),
+                    attempt: body.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1),
+                    scheduled_for,
+                    at,
+                };
+                sink.lock().expect("not poisoned").push(received);
+            }
+        });
+        Ok(Consumer { seen, task })
+    }
+
+    /// Waits until `expected` messages planned in `[from, to]` arrived, or until none
+    /// arrived for 5 s, then stops and returns every message seen.
+    pub async fn finish(
+        self,
+        expected: usize,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Vec<Received> {
+        let count = || {
+            let seen = self.seen.lock().expect("not poisoned");
+            seen.iter()
+                .filter(|r| r.scheduled_for >= from && r.scheduled_for <= to)
+                .count()
+        };
+        let mut last = (count(), Instant::now());
+        while last.0 < expected && last.1.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = count();
+            if now != last.0 {
+                last = (now, Instant::now());
+            }
+        }
+        self.task.abort();
+        let seen = self.seen.lock().expect("not poisoned");
+        seen.clone()
+    }
+}

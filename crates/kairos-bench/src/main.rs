@@ -1,0 +1,147 @@
+//! `kairos-bench`: what a burst of ticks costs, end to end, on this machine.
+//!
+//! It uses the configured PostgreSQL and NATS (a scratch database and scratch streams of its
+//! own, so nothing of a real deployment is touched), starts `--instances` `kairos serve`
+//! processes, registers `--schedules` schedules by one deploy sync, optionally stores
+//! `--stored` schedules that are not due, waits for `--marks` tick marks, and prints one
+//! table: publish side (`published_at - run_at`: first, p50, p99, last), consumer side (a
+//! JetStream consumer's receive time - `scheduled_for`: p50, p99), duplicates, missing,
+//! kairos's CPU and RSS, and the raw limits of the same machine (pipelined JetStream
+//! publishing without PostgreSQL; batched PostgreSQL status updates without NATS).
+//!
+//! Modes: `burst` (every schedule on the same tick), `spread` (each schedule on its own
+//! second of the minute), `stored` (a burst with many schedules stored that are not due).
+
+mod consume;
+mod fleet;
+mod limits;
+mod outcome;
+mod report;
+mod setup;
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+
+/// The workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Every schedule fires on the same tick mark.
+    Burst,
+    /// Each schedule fires once a minute on its own second (`S * * * * *`).
+    Spread,
+    /// A burst while `--stored` schedules that are not due sit in the table.
+    Stored,
+}
+
+/// The bench's command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "kairos-bench",
+    about = "Measure a burst of kairos ticks end to end"
+)]
+pub struct Args {
+    /// The workload.
+    #[arg(value_enum, default_value = "burst")]
+    pub mode: Mode,
+    /// `kairos serve` processes to start.
+    #[arg(long, default_value_t = 3)]
+    pub instances: usize,
+    /// Schedules registered by deploy sync (the ones that fire).
+    #[arg(long, default_value_t = 10_000)]
+    pub schedules: usize,
+    /// Schedules stored but not due (mode `stored`), written straight into the table.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub stored: usize,
+    /// Tick marks to measure (minutes; or periods of `--every-s`).
+    #[arg(long, default_value_t = 2)]
+    pub marks: usize,
+    /// Fire every N seconds (a divisor of 60) instead of every minute, in mode `burst`
+    /// (`*/N * * * * *`), so a short run needs no minute-long waits.
+    #[arg(long)]
+    pub every_s: Option<u32>,
+    /// The `kairos` binary to start.
+    #[arg(long, default_value = "target/release/kairos")]
+    pub kairos: String,
+    /// PostgreSQL server (the bench creates and drops its own database there).
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
+    pub database_url: String,
+    /// Use this NATS server (JetStream) instead of starting one. Its streams
+    /// `KAIROS_LAUNCH`, `KAIROS_STATUS` and `KAIROS_DLQ` are used and emptied: never point
+    /// it at a server a real deployment uses.
+    #[arg(long)]
+    pub nats_url: Option<String>,
+    /// The nats-server binary the bench starts (with JetStream, its store in a temporary
+    /// directory) when no `--nats-url` is given.
+    #[arg(long, default_value = "nats-server")]
+    pub nats_server: String,
+    /// First HTTP port of the instances (instance i listens on port + i).
+    #[arg(long, default_value_t = 18_080)]
+    pub port: u16,
+    /// Skip the raw-limit measurements.
+    #[arg(long)]
+    pub no_limits: bool,
+    /// Exit non-zero unless every tick was written once, published and received exactly
+    /// once (no timing is checked).
+    #[arg(long)]
+    pub check: bool,
+}
+
+impl Args {
+    fn check(&self) -> Result<()> {
+        if self.instances == 0 || self.schedules == 0 || self.marks == 0 {
+            bail!("--instances, --schedules and --marks must be at least 1");
+        }
+        if let Some(every) = self.every_s {
+            if every == 0 || 60 % every != 0 {
+                bail!("--every-s must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)");
+            }
+        }
+        Ok(())
+    }
+
+    /// The period between tick marks.
+    pub fn period(&self) -> Duration {
+        match (self.mode, self.every_s) {
+            (Mode::Burst, Some(every)) => Duration::from_secs(every.into()),
+            _ => Duration::from_secs(60),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    args.check()?;
+    let scratch = setup::Scratch::create(&args)
+        .await
+        .context("set up scratch database and streams")?;
+    if args.mode == Mode::Stored {
+        setup::store_idle_schedules(&scratch.pool, args.stored).await?;
+    }
+    let mut fleet = fleet::Fleet::start(&args, &scratch).await?;
+    let deploy = setup::deploy(&args, &mut fleet).await?;
+    let consumer = consume::Consumer::start(&args, &scratch).await?;
+    let marks = outcome::await_marks(&args, &scratch, &mut fleet).await?;
+    let expected = marks.iter().map(|m| m.expected).sum();
+    let (from, to) = (marks[0].from, marks[marks.len() - 1].to);
+    let received = consumer.finish(expected, from, to).await;
+    let usage = fleet.usage();
+    fleet.stop();
+    let limits = if args.no_limits {
+        None
+    } else {
+        Some(limits::measure(&args, &scratch).await?)
+    };
+    let faults = report::print(&args, &deploy, &marks, &received, &usage, limits.as_ref());
+    scratch.drop_all().await?;
+    if args.check && faults > 0 {
+        bail!("{faults} tick(s) missing, unpublished or duplicated");
+    }
+    Ok(())
+}

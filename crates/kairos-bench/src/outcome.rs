@@ -1,0 +1,125 @@
+//! The tick marks a run measures, waiting for them, and what the database says happened
+//! at each: how many runs were written and published, and how late (`published_at` is the
+//! database's clock once the stream acknowledged the message).
+
+use std::time::Duration;
+
+use anyhow::Result;
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+
+use crate::fleet::Fleet;
+use crate::setup::Scratch;
+use crate::{Args, Mode};
+
+/// One measured window: a tick mark (burst), or a run of minutes (spread).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    /// Label for the table.
+    pub label: String,
+    /// Ticks planned in `[from, to]`.
+    pub from: DateTime<Utc>,
+    /// See `from`.
+    pub to: DateTime<Utc>,
+    /// Runs expected.
+    pub expected: usize,
+    /// Runs the planner wrote for the window.
+    pub rows: i64,
+    /// Of those, published.
+    pub published: i64,
+    /// `published_at - run_at` in ms: first, p50, p99, last.
+    pub publish_ms: [f64; 4],
+}
+
+/// The windows of this run: `--marks` tick marks at least 5 s from now (burst, stored), or
+/// `--marks` whole minutes starting at the next minute (spread).
+fn windows(args: &Args, now: DateTime<Utc>) -> Vec<(DateTime<Utc>, DateTime<Utc>, usize)> {
+    let period = TimeDelta::from_std(args.period()).expect("small period");
+    let first = (now + TimeDelta::seconds(5))
+        .duration_trunc(period)
+        .expect("truncate")
+        + period;
+    (0..args.marks)
+        .map(|k| {
+            let from = first + period * k as i32;
+            match args.mode {
+                Mode::Spread => (from, from + period - TimeDelta::seconds(1), args.schedules),
+                _ => (from, from, args.schedules),
+            }
+        })
+        .collect()
+}
+
+/// Waits for every window to pass and its runs to be published (or 120 s after it, at
+/// most), then reads what happened. CPU is counted from the start of the wait.
+pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> Result<Vec<Mark>> {
+    let windows = windows(args, Utc::now());
+    fleet.baseline();
+    let mut marks = Vec::new();
+    for (from, to, expected) in windows {
+        eprintln!("bench: waiting for ticks {from} … {to}");
+        let give_up = to + TimeDelta::seconds(120);
+        loop {
+            let (rows, published) = counts(scratch, from, to).await?;
+            let past = Utc::now() > to;
+            if (past && published as usize >= expected) || Utc::now() > give_up {
+                let _ = rows;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        marks.push(read(scratch, from, to, expected).await?);
+    }
+    Ok(marks)
+}
+
+async fn counts(scratch: &Scratch, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "select count(*), count(published_at) from schedule_runs \
+         where source = 'schedule' and run_at between $1 and $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_one(&scratch.pool)
+    .await?)
+}
+
+async fn read(
+    scratch: &Scratch,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    expected: usize,
+) -> Result<Mark> {
+    let (rows, published) = counts(scratch, from, to).await?;
+    let (first, p50, p99, last): (Option<f64>, Option<f64>, Option<f64>, Option<f64>) =
+        sqlx::query_as(
+            "select min(ms), percentile_cont(0.5) within group (order by ms), \
+               percentile_cont(0.99) within group (order by ms), max(ms) \
+             from (select extract(epoch from published_at - run_at)::float8 * 1000 as ms \
+                   from schedule_runs where source = 'schedule' and run_at between $1 and $2 \
+                     and published_at is not null) as l",
+        )
+        .bind(from)
+        .bind(to)
+        .fetch_one(&scratch.pool)
+        .await?;
+    let label = if from == to {
+        from.format("%H:%M:%S").to_string()
+    } else {
+        format!("{}–{}", from.format("%H:%M:%S"), to.format("%H:%M:%S"))
+    };
+    let nan = f64::NAN;
+    Ok(Mark {
+        label,
+        from,
+        to,
+        expected,
+        rows,
+        published,
+        publish_ms: [
+            first.unwrap_or(nan),
+            p50.unwrap_or(nan),
+            p99.unwrap_or(nan),
+            last.unwrap_or(nan),
+        ],
+    })
+}

@@ -1,0 +1,238 @@
+//! The bench's own scratch space: a database `kairos_bench` on the configured PostgreSQL
+//! (dropped at the end), a nats-server of its own with JetStream in a temporary directory
+//! (or the server `--own-nats false` points at), the schedules it registers by deploy sync,
+//! and the idle schedules of mode `stored`.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+use crate::fleet::Fleet;
+use crate::{Args, Mode};
+
+/// The scratch database's name.
+const DB_NAME: &str = "kairos_bench";
+
+/// The workflow every bench schedule launches.
+pub const WORKFLOW: &str = "bench";
+
+/// What the bench set up, and where.
+#[derive(Debug)]
+pub struct Scratch {
+    /// The scratch database.
+    pub pool: PgPool,
+    /// Its URL (given to the instances).
+    pub db_url: String,
+    /// The server's maintenance URL (to drop the scratch database).
+    admin_url: String,
+    /// The NATS server the instances use.
+    pub nats_url: String,
+    /// The nats-server the bench started, if it started one.
+    nats: Option<tokio::process::Child>,
+    /// Its store directory.
+    _store: Option<TempDir>,
+}
+
+impl Scratch {
+    /// Creates the scratch database (dropping a leftover one), applies kairos's migrations
+    /// with `kairos migrate`, and starts a nats-server unless `--nats-url` names one.
+    pub async fn create(args: &Args) -> Result<Scratch> {
+        let admin_url = args.database_url.clone();
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&admin_url)
+            .await
+            .with_context(|| format!("connect to PostgreSQL at {admin_url}"))?;
+        sqlx::query(&format!("drop database if exists {DB_NAME} with (force)"))
+            .execute(&admin)
+            .await?;
+        sqlx::query(&format!("create database {DB_NAME}"))
+            .execute(&admin)
+            .await?;
+        admin.close().await;
+        let db_url = match admin_url.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{DB_NAME}"),
+            None => bail!("--database-url must name a database: {admin_url}"),
+        };
+        let migrated = tokio::process::Command::new(&args.kairos)
+            .arg("migrate")
+            .env("DATABASE_URL", &db_url)
+            .status()
+            .await
+            .with_context(|| format!("run {} migrate", args.kairos))?;
+        if !migrated.success() {
+            bail!("{} migrate failed", args.kairos);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(args.instances as u32 + 2)
+            .connect(&db_url)
+            .await?;
+        let (nats_url, nats, store) = match &args.nats_url {
+            Some(url) => (url.clone(), None, None),
+            None => {
+                let (url, child, store) = start_nats(&args.nats_server).await?;
+                (url, Some(child), Some(store))
+            }
+        };
+        Ok(Scratch {
+            pool,
+            db_url,
+            admin_url,
+            nats_url,
+            nats,
+            _store: store,
+        })
+    }
+
+    /// Drops the scratch database and stops the bench's nats-server.
+    pub async fn drop_all(mut self) -> Result<()> {
+        self.pool.close().await;
+        if let Some(nats) = self.nats.as_mut() {
+            let _ = nats.kill().await;
+        }
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&self.admin_url)
+            .await?;
+        sqlx::query(&format!("drop database if exists {DB_NAME} with (force)"))
+            .execute(&admin)
+            .await?;
+        Ok(())
+    }
+}
+
+/// A temporary directory removed on drop.
+#[derive(Debug)]
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Starts `nats-server -js` on a free port with its store in a fresh directory, and waits
+/// until it accepts connections.
+async fn start_nats(binary: &str) -> Result<(String, tokio::process::Child, TempDir)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let store = TempDir(std::env::temp_dir().join(format!("kairos-bench-nats-{port}")));
+    std::fs::create_dir_all(&store.0)?;
+    let child = tokio::process::Command::new(binary)
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(&store.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("start {binary} (install nats-server or pass --nats-url)"))?;
+    let url = format!("nats://127.0.0.1:{port}");
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if started.elapsed() > Duration::from_secs(10) {
+            bail!("{binary} did not listen on port {port} within 10 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((url, child, store))
+}
+
+/// The spec of bench schedule `i`.
+fn spec(args: &Args, i: usize) -> String {
+    match (args.mode, args.every_s) {
+        (Mode::Spread, _) => format!("{} * * * * *", i % 60),
+        (_, Some(every)) => format!("*/{every} * * * * *"),
+        _ => "* * * * *".to_string(),
+    }
+}
+
+/// What registering the schedules cost.
+#[derive(Debug, Clone)]
+pub struct Deploy {
+    /// Wall time of the deploy sync request.
+    pub elapsed: Duration,
+    /// The highest RSS high-water mark of an instance right after it (MiB).
+    pub rss_hwm_mib: f64,
+}
+
+/// Registers the bench schedules by one deploy sync (`PUT /workflows/bench/versions/1`
+/// with `schedules`) through the first instance.
+pub async fn deploy(args: &Args, fleet: &mut Fleet) -> Result<Deploy> {
+    let schedules: Vec<serde_json::Value> = (0..args.schedules)
+        .map(|i| {
+            serde_json::json!({
+                "schedule_id": format!("bench-{i}"),
+                "user_id": "bench",
+                "cron_expr": spec(args, i),
+                "timezone": "UTC",
+                "overlap_policy": "allow",
+            })
+        })
+        .collect();
+    let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});
+    let url = format!("{}/workflows/{WORKFLOW}/versions/1", fleet.base_url(0));
+    let started = Instant::now();
+    let answer = reqwest::Client::new()
+        .put(&url)
+        .json(&body)
+        .timeout(Duration::from_secs(600))
+        .send()
+        .await
+        .with_context(|| format!("deploy to {url}"))?;
+    if !answer.status().is_success() {
+        bail!(
+            "deploy answered {}: {}",
+            answer.status(),
+            answer.text().await?
+        );
+    }
+    let elapsed = started.elapsed();
+    let rss_hwm_mib = fleet
+        .usage()
+        .iter()
+        .map(|u| u.rss_hwm_mib)
+        .fold(0.0, f64::max);
+    Ok(Deploy {
+        elapsed,
+        rss_hwm_mib,
+    })
+}
+
+/// Writes `count` schedules that are not due (a yearly spec whose next tick is next
+/// January) straight into `schedules`, in chunks, then analyzes the table. Registering them
+/// through the API would measure the registrar, not the burst.
+pub async fn store_idle_schedules(pool: &PgPool, count: usize) -> Result<()> {
+    let started = Instant::now();
+    let chunk = 500_000usize;
+    let mut written = 0usize;
+    while written < count {
+        let n = chunk.min(count - written);
+        sqlx::query(
+            "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, \
+               timezone, next_run_at, overlap_policy) \
+             select 'idle-' || i, 'idle', 1, 'bench', '0 0 1 1 *', 'UTC', \
+               date_trunc('year', now()) + interval '1 year', 'allow' \
+             from generate_series($1::int8, $2::int8) as i",
+        )
+        .bind(written as i64)
+        .bind((written + n - 1) as i64)
+        .execute(pool)
+        .await?;
+        written += n;
+    }
+    sqlx::query("vacuum analyze schedules")
+        .execute(pool)
+        .await?;
+    eprintln!(
+        "bench: stored {count} idle schedules in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
