@@ -123,7 +123,7 @@ async fn a_pending_run_is_cancelled_at_once_and_never_published() {
         .expect("planned");
     assert!(planned.is_empty(), "{planned:?}");
     let now = chrono::Utc::now();
-    let kept = runs::keep_planned(&pool, &[due.clone()], &[now], now)
+    let kept = runs::keep_planned(&pool, std::slice::from_ref(&due), &[now], now)
         .await
         .expect("keep");
     assert_eq!(kept, 0);
