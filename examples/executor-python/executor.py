@@ -8,6 +8,12 @@ or FAILED (schemas/status.schema.json), then acknowledges. Every report echoes t
 message's attempt. Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on
 the NATS subject <prefix>.status.<idempotency_key>.
 
+Cancel requests (schemas/cancel.schema.json) arrive on <prefix>.cancel.<workflow_id>; the
+executor listens to <prefix>.cancel.> with a plain subscription, stops the run the request
+names (same idempotency_key and attempt) and reports CANCELLED. A cancel for a run it does
+not have yet is remembered, so a launch that arrives after its cancel is reported CANCELLED
+without running.
+
 Demo node fields: sleep_ms (how long the node runs), fail: true (it fails),
 fail_until_attempt: n (it fails while the attempt is below n) and fatal: true (it fails and
 the report says "retryable": false, so kairos dead-letters the run at once).
@@ -113,16 +119,58 @@ async def heartbeats(args, js, key, attempt):
             print(f"executor: could not report a heartbeat for {key}: {err}", file=sys.stderr)
 
 
-async def handle(args, js, launch):
+class Cancels:
+    """The runs this executor is working on and the cancels it heard, by (key, attempt).
+    Every executor hears every cancel, and most name runs another executor took, so only
+    the newest MAX_HEARD are remembered."""
+
+    MAX_HEARD = 10_000
+
+    def __init__(self):
+        self.running = {}
+        self.heard = {}  # an ordered set: (key, attempt) -> None
+
+    def hear(self, request):
+        run = (request["idempotency_key"], request["attempt"])
+        self.heard[run] = None
+        while len(self.heard) > self.MAX_HEARD:
+            del self.heard[next(iter(self.heard))]
+        task = self.running.get(run)
+        if task is not None:
+            task.cancel()
+
+    async def on_message(self, message):
+        try:
+            request = json.loads(message.data)
+            print(f"executor: cancel of {request['idempotency_key']} attempt "
+                  f"{request['attempt']} ({request.get('reason') or 'no reason'})")
+            self.hear(request)
+        except (TypeError, ValueError, KeyError):
+            print("executor: not a cancel request; ignored", file=sys.stderr)
+
+
+async def handle(args, js, launch, cancels):
     key, attempt = launch["idempotency_key"], launch["attempt"]
+    body = {"status": "SUCCESS", "executor_id": args.executor_id, "attempt": attempt}
+    if (key, attempt) in cancels.heard:
+        print(f"executor: {key} was cancelled before it started; not running it")
+        cancels.heard.pop((key, attempt), None)
+        await report(args, js, key, {**body, "status": "CANCELLED"})
+        return
     started = {"status": "STARTED", "executor_id": args.executor_id, "attempt": attempt}
     if not await report(args, js, key, started):
         print(f"executor: {key} is owned by another executor; not running it")
         return
-    body = {"status": "SUCCESS", "executor_id": args.executor_id, "attempt": attempt}
     beating = asyncio.create_task(heartbeats(args, js, key, attempt))
+    work = asyncio.create_task(run_nodes(launch))
+    cancels.running[(key, attempt)] = work
     try:
-        await run_nodes(launch)
+        await work
+    except asyncio.CancelledError:
+        if (key, attempt) not in cancels.heard:
+            raise  # this executor is shutting down, not a cancel request
+        print(f"executor: {key} attempt {attempt} stopped by a cancel")
+        body["status"] = "CANCELLED"
     except NodeFailed as err:
         body.update(status="FAILED", error=str(err))
         if not err.retryable:
@@ -130,6 +178,8 @@ async def handle(args, js, launch):
     except Exception as err:  # noqa: BLE001 - the run failed: say why
         body.update(status="FAILED", error=str(err))
     finally:
+        cancels.running.pop((key, attempt), None)
+        cancels.heard.pop((key, attempt), None)
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating
@@ -159,6 +209,9 @@ async def main():
 
     nc = await nats.connect(args.nats_url)
     js = nc.jetstream()
+    cancels = Cancels()
+    await nc.subscribe(f"{args.subject_prefix}.cancel.>", cb=cancels.on_message)
+    await nc.flush()
     sub = await js.pull_subscribe(f"{args.subject_prefix}.launch.>", durable=args.durable,
                                   stream=args.stream)
     handled = 0
@@ -178,7 +231,7 @@ async def main():
                 print("executor: not a launch message; terminating it", file=sys.stderr)
                 await message.term()
                 continue
-            await handle(args, js, launch)
+            await handle(args, js, launch, cancels)
             await message.ack()
             handled += 1
     await nc.drain()

@@ -194,6 +194,12 @@ pub fn routes() -> Vec<Route> {
             post(attempts::retry),
         ),
         route(
+            Method::POST,
+            "/runs/{key}/cancel",
+            Some(Deployer),
+            post(status::cancel),
+        ),
+        route(
             Method::GET,
             "/dead-letters",
             Some(Reader),

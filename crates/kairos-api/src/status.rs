@@ -1,5 +1,6 @@
 //! Executor routes (role `executor`): `POST /runs/{key}/status` and `POST
-//! /run-launcher/start`, both through the worker's run intake (`kairos_worker::intake`),
+//! /run-launcher/start`, and the operator's `POST /runs/{key}/cancel` (role `deployer`),
+//! all through the worker's run intake (`kairos_worker::intake`),
 //! which holds the field rules and the state machine; this module only maps answers to
 //! HTTP.
 
@@ -8,6 +9,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
+use kairos_store::cancel::Cancel;
 use kairos_store::status::Applied;
 use kairos_worker::intake::{self, Error as IntakeError, StartRequest};
 use serde_json::{json, Value};
@@ -96,6 +98,61 @@ pub(crate) async fn start(
         })),
         Err(err) => Err(internal(err)),
     }
+}
+
+/// `POST /runs/{key}/cancel` `{reason?}` (role `deployer`) → 200 with the run and
+/// `cancel`: `cancelled` (it was not published: cancelled at once), `cancelling` (the
+/// executor is told; it becomes `CANCELLED` when it confirms or the cancel times out),
+/// `already_cancelling`, or `already_finished` (it had reached a final status first; not an
+/// error), with a `message` saying so. An unknown key is a 404.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body = match body {
+        Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
+        other => other,
+    };
+    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
+    let reason = fields.string("reason", false);
+    let mut problems = fields.finish();
+    if reason
+        .as_deref()
+        .is_some_and(|r| r.chars().count() > intake::MAX_REASON_TEXT)
+    {
+        problems.push(Problem::new(
+            "reason",
+            format!("must be at most {} characters", intake::MAX_REASON_TEXT),
+        ));
+    }
+    bad_request(problems)?;
+    let done = state
+        .intake
+        .cancel(&key, reason.as_deref())
+        .await
+        .map_err(internal)?;
+    let Some(run) = done.run().cloned() else {
+        return Err(ApiError::Registrar(RegistrarError::NotFound {
+            what: format!("run {key:?}"),
+        }));
+    };
+    let message = match &done {
+        Cancel::Cancelled(_) => "the run was not published; it is cancelled".to_string(),
+        Cancel::Cancelling(_) => "the executor is asked to stop the run; it becomes \
+            CANCELLED when the executor confirms or the cancel times out"
+            .to_string(),
+        Cancel::AlreadyCancelling(_) => "a cancel of this run is already in progress".into(),
+        Cancel::Finished(run) => format!(
+            "the run had already finished ({}); nothing was cancelled",
+            run.status
+        ),
+        Cancel::NotFound => unreachable!("handled above"),
+    };
+    let mut body = serde_json::to_value(RunBody::of(run)).expect("runs serialize");
+    body["cancel"] = json!(done.kind());
+    body["message"] = json!(message);
+    Ok(Json(body))
 }
 
 /// A store failure of the intake: logged by the error mapping, answered 500.

@@ -52,6 +52,7 @@ pub(crate) struct ScheduleBody {
     pub catchup_policy: &'static str,
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
+    pub max_queued: Option<i32>,
     pub max_attempts: i32,
     pub retry_intervals_s: Option<Vec<i32>>,
     pub retry_backoff: Option<BackoffBody>,
@@ -89,6 +90,7 @@ impl ScheduleBody {
             catchup_policy: s.catchup_policy.as_str(),
             priority: s.priority,
             max_run_seconds: s.max_run_seconds,
+            max_queued: s.max_queued,
             max_attempts: s.failure.max_attempts,
             retry_backoff: match (
                 s.failure.retry_backoff_initial_s,
@@ -289,6 +291,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         catchup_policy: fields.string("catchup_policy", false),
         priority: fields.integer("priority", false),
         max_run_seconds: fields.integer("max_run_seconds", false),
+        max_queued: fields.integer("max_queued", false),
         max_attempts: fields.integer("max_attempts", false),
         retry_intervals_s: intervals(fields),
         retry_backoff: backoff(fields),

@@ -44,6 +44,7 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("POST", "/runs/k1/status", Who::Executor),
     ("GET", "/runs/k1", Who::AnyRole),
     ("POST", "/runs/k1/retry", Who::Deployer),
+    ("POST", "/runs/k1/cancel", Who::Deployer),
     ("GET", "/dead-letters", Who::AnyRole),
     ("PUT", "/calendars/c1", Who::Deployer),
     ("GET", "/calendars/c1", Who::AnyRole),

@@ -1,4 +1,4 @@
-//! `kairos schedules list|get|pause|resume|delete` and `kairos runs list`: admin verbs over
+//! `kairos schedules list|get|pause|resume|delete` and `kairos runs list|retry|cancel|dead-letters`: admin verbs over
 //! the HTTP API, so they obey the same auth and validation as every other caller and show
 //! exactly what the API answers. `schedules get` prints every field of the answer (stats
 //! included) one per line and `runs list` a table (`show.rs`); `--json` prints the answer
@@ -31,7 +31,7 @@ pub struct RunsArgs {
     /// Base URL of a kairos API.
     #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
     url: String,
-    /// Bearer token (a reader suffices to list; retry needs a deployer).
+    /// Bearer token (a reader suffices to list; retry and cancel need a deployer).
     #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Print the API's JSON answer instead of a table.
@@ -49,7 +49,7 @@ enum RunsVerb {
         #[arg(long)]
         schedule: String,
         /// Only runs in this status (PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED,
-        /// TIMED_OUT, SKIPPED, CANCELLED, RETRYING).
+        /// TIMED_OUT, SKIPPED, CANCELLED, RETRYING, CANCELLING).
         #[arg(long)]
         status: Option<String>,
         /// Most runs to show (1..=1000).
@@ -63,6 +63,15 @@ enum RunsVerb {
         /// Makes the request idempotent: the same id again starts no second attempt.
         #[arg(long)]
         request_id: Option<String>,
+    },
+    /// Cancel a run (deployer token): an unpublished one at once, a published one is
+    /// CANCELLING until its executor confirms or the cancel times out.
+    Cancel {
+        /// The run's idempotency key.
+        key: String,
+        /// Why; written on the run and sent to the executor.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Runs whose last attempt failed, newest first (`GET /dead-letters`).
     DeadLetters {
@@ -158,6 +167,9 @@ pub fn run_runs(args: &RunsArgs) -> anyhow::Result<()> {
     } else {
         let one = serde_json::json!({ "runs": [body] });
         print!("{}", crate::show::runs_table(&one));
+        if let Some(message) = body["message"].as_str() {
+            println!("{message}");
+        }
     }
     Ok(())
 }
@@ -180,6 +192,14 @@ fn runs_request(verb: &RunsVerb) -> Request {
                 None => serde_json::json!({}),
             };
             let path = format!("/runs/{}/retry", segment(key));
+            (Method::POST, path, Vec::new(), Some(body))
+        }
+        RunsVerb::Cancel { key, reason } => {
+            let body = match reason {
+                Some(reason) => serde_json::json!({ "reason": reason }),
+                None => serde_json::json!({}),
+            };
+            let path = format!("/runs/{}/cancel", segment(key));
             (Method::POST, path, Vec::new(), Some(body))
         }
         RunsVerb::DeadLetters {

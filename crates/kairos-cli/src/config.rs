@@ -195,6 +195,9 @@ pub struct SchedulerConfig {
     pub prestage_ms: u64,
     /// Dispatch rounds one instance runs side by side.
     pub dispatch_lanes: u32,
+    /// A CANCELLING run whose executor has not confirmed the cancel within this many
+    /// seconds becomes CANCELLED (and stops blocking its schedule).
+    pub cancel_timeout_s: u64,
 }
 
 /// `[registrar]`: input rules beyond the built-in ones.
@@ -552,6 +555,7 @@ impl Config {
         positive("scheduler.batch_size", scheduler.batch_size.into())?;
         positive("scheduler.min_interval_s", scheduler.min_interval_s)?;
         positive("scheduler.launch_deadline_s", scheduler.launch_deadline_s)?;
+        positive("scheduler.cancel_timeout_s", scheduler.cancel_timeout_s)?;
         if scheduler.prestage_ms > MAX_PRESTAGE_MS {
             return Err(invalid(
                 "scheduler.prestage_ms",

@@ -45,6 +45,7 @@ fn dispatcher_config(config: &Config) -> DispatcherConfig {
     dispatcher.max_republish = scheduler.max_republish;
     dispatcher.prestage = Duration::from_millis(scheduler.prestage_ms);
     dispatcher.lanes = scheduler.dispatch_lanes as usize;
+    dispatcher.cancel_timeout = Duration::from_secs(scheduler.cancel_timeout_s);
     dispatcher
 }
 

@@ -34,7 +34,8 @@ enum Command {
     Schedules(admin::Args),
     /// Named exclusion calendars (`put`, `get`, `delete`, `list`), over the HTTP API.
     Calendars(calendars::Args),
-    /// Admin verbs on runs (`runs list`, `runs retry`, `runs dead-letters`), over the HTTP API.
+    /// Admin verbs on runs (`runs list`, `runs retry`, `runs cancel`, `runs dead-letters`), over
+    /// the HTTP API.
     Runs(admin::RunsArgs),
 }
 

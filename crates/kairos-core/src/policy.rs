@@ -13,8 +13,22 @@ pub enum OverlapPolicy {
     /// Record the tick as `SKIPPED`.
     #[default]
     Skip,
-    /// Hold the tick as `QUEUED` until the in-flight run ends.
+    /// Hold the tick as `QUEUED` until the in-flight run ends (at most the schedule's
+    /// `max_queued` waiting; further ticks are `SKIPPED`, `queue_full`).
     Queue,
+    /// Hold at most one tick as `QUEUED` behind the run in flight; further ticks are
+    /// `SKIPPED` (`buffer_full`).
+    BufferOne,
+    /// Cancel the run in flight (operator-cancel protocol) and hold the tick as `QUEUED`
+    /// until that run is `CANCELLED` (confirmed or timed out); at most one waits.
+    CancelOther,
+}
+
+impl OverlapPolicy {
+    /// At most one run of the schedule in flight (every policy but `allow`).
+    pub fn exclusive(self) -> bool {
+        self != OverlapPolicy::Allow
+    }
 }
 
 /// What happens to ticks missed by more than the misfire grace (downtime).
@@ -62,8 +76,9 @@ pub enum DstFold {
     Both,
 }
 
-named_enum!(OverlapPolicy, "overlap_policy", "allow, skip, queue", {
-    Allow => "allow", Skip => "skip", Queue => "queue"
+named_enum!(OverlapPolicy, "overlap_policy", "allow, skip, queue, buffer_one, cancel_other", {
+    Allow => "allow", Skip => "skip", Queue => "queue", BufferOne => "buffer_one",
+    CancelOther => "cancel_other"
 });
 named_enum!(CatchupPolicy, "catchup_policy", "none, fire_immediately, spread", {
     None => "none", FireImmediately => "fire_immediately", Spread => "spread"

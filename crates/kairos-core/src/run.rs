@@ -27,16 +27,20 @@ pub enum RunStatus {
     TimedOut,
     /// Not launched: overlap `skip`.
     Skipped,
-    /// Not launched: paused, deleted or rescheduled before it was published.
+    /// Not launched (paused, deleted or rescheduled before it was published), or cancelled
+    /// by an operator (`POST /runs/{key}/cancel`).
     Cancelled,
     /// An attempt failed or timed out and the next one waits for its time (`fire_at`). It
     /// still holds its schedule: for exclusive schedules it counts as the run in flight.
     Retrying,
+    /// An operator asked to cancel it while it was published (`ENQUEUED` or `STARTED`); the
+    /// executor has not confirmed yet. It still holds its schedule.
+    Cancelling,
 }
 
 impl RunStatus {
     /// Every status, in lifecycle order.
-    pub const ALL: [RunStatus; 10] = [
+    pub const ALL: [RunStatus; 11] = [
         RunStatus::Pending,
         RunStatus::Queued,
         RunStatus::Enqueued,
@@ -47,6 +51,7 @@ impl RunStatus {
         RunStatus::Skipped,
         RunStatus::Cancelled,
         RunStatus::Retrying,
+        RunStatus::Cancelling,
     ];
 
     /// Its current attempt is not published: no executor can be running it.
@@ -59,7 +64,10 @@ impl RunStatus {
 
     /// Published and not finished: an executor owes an answer.
     pub fn in_flight(self) -> bool {
-        matches!(self, RunStatus::Enqueued | RunStatus::Started)
+        matches!(
+            self,
+            RunStatus::Enqueued | RunStatus::Started | RunStatus::Cancelling
+        )
     }
 
     /// Nothing moves it any more.
@@ -101,6 +109,8 @@ pub enum Reported {
     /// The run is alive (a long run says so now and then; its schedule's
     /// `heartbeat_timeout_s` times out a run that stops saying it).
     Heartbeat,
+    /// The executor stopped the run (after a cancel message, or on its own). Never retried.
+    Cancelled,
 }
 
 /// The name of a heartbeat report (the other reports are named after their status).
@@ -108,11 +118,12 @@ const HEARTBEAT: &str = "HEARTBEAT";
 
 impl Reported {
     /// Every report.
-    pub const ALL: [Reported; 4] = [
+    pub const ALL: [Reported; 5] = [
         Reported::Started,
         Reported::Success,
         Reported::Failed,
         Reported::Heartbeat,
+        Reported::Cancelled,
     ];
 
     /// The status the run takes when the report applies (a heartbeat moves nothing).
@@ -122,16 +133,17 @@ impl Reported {
             Reported::Success => Some(RunStatus::Success),
             Reported::Failed => Some(RunStatus::Failed),
             Reported::Heartbeat => None,
+            Reported::Cancelled => Some(RunStatus::Cancelled),
         }
     }
 }
 
 named_enum!(RunStatus, "status",
     "PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED, TIMED_OUT, SKIPPED, CANCELLED, \
-     RETRYING", {
+     RETRYING, CANCELLING", {
     Pending => "PENDING", Queued => "QUEUED", Enqueued => "ENQUEUED", Started => "STARTED",
     Success => "SUCCESS", Failed => "FAILED", TimedOut => "TIMED_OUT", Skipped => "SKIPPED",
-    Cancelled => "CANCELLED", Retrying => "RETRYING"
+    Cancelled => "CANCELLED", Retrying => "RETRYING", Cancelling => "CANCELLING"
 });
 named_enum!(RunSource, "source", "schedule, manual, backfill, api", {
     Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api"
@@ -151,7 +163,7 @@ impl FromStr for Reported {
         reported.ok_or_else(|| UnknownName {
             field: "status",
             value: value.to_string(),
-            allowed: "STARTED, HEARTBEAT, SUCCESS, FAILED",
+            allowed: "STARTED, HEARTBEAT, SUCCESS, FAILED, CANCELLED",
         })
     }
 }

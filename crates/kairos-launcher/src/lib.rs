@@ -3,6 +3,7 @@
 //!
 //! - [`NatsLauncher`]: JetStream (stream `KAIROS_LAUNCH`, subjects `kairos.launch.>`), with
 //!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only NATS user.
+//!   Dead letters go to `KAIROS_DLQ`, cancel requests to `KAIROS_CANCEL`.
 //! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
 //!
 //! Both pipeline a batch: every message is sent before any acknowledgement is awaited.
@@ -20,7 +21,7 @@ use std::future::Future;
 pub use error::{Error, Result};
 pub use link::NatsLink;
 pub use memory::InMemoryLauncher;
-pub use message::{DeadLetter, LaunchMessage, Source};
+pub use message::{CancelMessage, DeadLetter, LaunchMessage, Source};
 pub use nats::{NatsConfig, NatsLauncher};
 
 /// The queue stored a message (`duplicate` when it had stored the same id before).
@@ -53,6 +54,12 @@ pub trait RunLauncher: Send + Sync {
         &self,
         batch: &[(LaunchMessage, String)],
     ) -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
+
+    /// Publishes cancel requests to executors (to the cancel stream), one outcome each,
+    /// like [`RunLauncher::launch`]: an acknowledged cancel is stored, and every executor
+    /// subscribed to its subject at that moment has been sent it.
+    fn cancel(&self, batch: &[CancelMessage])
+        -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
 
     /// Whether the launch stream still holds the message at `sequence` (a `duplicate`
     /// acknowledgement names the sequence of the first copy, which may be gone).

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::{DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
+use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
 /// Stores messages in memory and de-duplicates by message id, like a stream whose
 /// duplicate window never ends. Can be told to fail, to exercise outage handling.
@@ -17,6 +17,7 @@ pub struct InMemoryLauncher {
 struct State {
     messages: Vec<LaunchMessage>,
     dead_letters: Vec<DeadLetter>,
+    cancels: Vec<CancelMessage>,
     ids: HashMap<String, u64>,
     down: bool,
 }
@@ -38,6 +39,11 @@ impl InMemoryLauncher {
     /// The dead letters stored, in order.
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
         self.lock().dead_letters.clone()
+    }
+
+    /// The cancel messages stored, in order.
+    pub fn cancels(&self) -> Vec<CancelMessage> {
+        self.lock().cancels.clone()
     }
 
     /// The messages stored, in stream order.
@@ -99,6 +105,33 @@ impl RunLauncher for InMemoryLauncher {
         // Nothing is ever lost in memory: every sequence handed out is stored.
         let stored = self.lock().messages.len() as u64;
         Ok((1..=stored).contains(&sequence))
+    }
+
+    async fn cancel(&self, batch: &[CancelMessage]) -> Vec<Result<Enqueued>> {
+        batch
+            .iter()
+            .map(|cancel| {
+                let mut state = self.lock();
+                if state.down {
+                    return Err(Error::Publish {
+                        reason: "in-memory queue is down".into(),
+                    });
+                }
+                if let Some(sequence) = state.ids.get(&cancel.msg_id()) {
+                    return Ok(Enqueued {
+                        stream_sequence: *sequence,
+                        duplicate: true,
+                    });
+                }
+                state.cancels.push(cancel.clone());
+                let sequence = state.cancels.len() as u64;
+                state.ids.insert(cancel.msg_id(), sequence);
+                Ok(Enqueued {
+                    stream_sequence: sequence,
+                    duplicate: false,
+                })
+            })
+            .collect()
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {

@@ -106,3 +106,40 @@ impl DeadLetter {
         serde_json::to_vec(self).expect("dead letters always serialize")
     }
 }
+
+/// A request to an executor to stop a run (`POST /runs/{key}/cancel`, or overlap
+/// `cancel_other`), published on `<prefix>.cancel.<workflow_id>` in stream `KAIROS_CANCEL`
+/// (`schemas/cancel.schema.json`). The executor stops the run if it has it and reports
+/// `CANCELLED`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CancelMessage {
+    /// The run's key.
+    pub idempotency_key: String,
+    /// The executor's run id, when it reported one.
+    pub run_id: Option<String>,
+    /// The attempt in progress (the one to stop).
+    pub attempt: u32,
+    /// Why it is cancelled.
+    pub reason: Option<String>,
+    /// The run's workflow: the subject's last token (not in the body).
+    #[serde(skip)]
+    pub workflow_id: String,
+}
+
+impl CancelMessage {
+    /// `<prefix>.cancel.<workflow_id>`.
+    pub fn subject(&self, prefix: &str) -> String {
+        format!("{prefix}.cancel.{}", self.workflow_id)
+    }
+
+    /// `key:cancel:<attempt>`: one cancel per attempt in the stream, however often the
+    /// sweep re-sends it.
+    pub fn msg_id(&self) -> String {
+        format!("{}:cancel:{}", self.idempotency_key, self.attempt)
+    }
+
+    /// The JSON body.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("cancel messages always serialize")
+    }
+}

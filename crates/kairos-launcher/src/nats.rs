@@ -1,7 +1,8 @@
 //! [`NatsLauncher`]: launch messages on JetStream.
 //!
-//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage) and the
-//!   dead-letter stream (`KAIROS_DLQ`, `<prefix>.dlq.>`) are created or updated on connect,
+//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage), the
+//!   dead-letter stream (`KAIROS_DLQ`, `<prefix>.dlq.>`) and the cancel stream
+//!   (`KAIROS_CANCEL`, `<prefix>.cancel.>`, kept a day) are created or updated on connect,
 //!   with the duplicate window from config. The window must exceed the longest
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
 //! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
@@ -19,7 +20,10 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use futures::future::join_all;
 
-use crate::{DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
+use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
+
+/// How long the cancel stream keeps a cancel request.
+const CANCEL_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// How to reach NATS and shape the stream. Fields mirror the `[nats]` config section.
 #[derive(Debug, Clone)]
@@ -30,6 +34,8 @@ pub struct NatsConfig {
     pub stream: String,
     /// Dead-letter stream name (`KAIROS_DLQ`, subjects `<prefix>.dlq.>`).
     pub dlq_stream: String,
+    /// Cancel stream name (`KAIROS_CANCEL`, subjects `<prefix>.cancel.>`).
+    pub cancel_stream: String,
     /// Subject prefix (`kairos`); launch messages go to `<prefix>.launch.<workflow_id>`.
     pub subject_prefix: String,
     /// How long the stream remembers message ids for de-duplication.
@@ -60,6 +66,7 @@ impl NatsConfig {
             url: url.into(),
             stream: "KAIROS_LAUNCH".into(),
             dlq_stream: "KAIROS_DLQ".into(),
+            cancel_stream: "KAIROS_CANCEL".into(),
             subject_prefix: "kairos".into(),
             duplicate_window: Duration::from_secs(900),
             max_inflight: 4_096,
@@ -116,9 +123,16 @@ impl NatsLauncher {
     /// the server's reason otherwise.
     pub async fn ensure_stream(&self) -> Result<()> {
         let prefix = &self.config.subject_prefix;
-        for (name, subjects) in [
-            (&self.config.stream, format!("{prefix}.launch.>")),
-            (&self.config.dlq_stream, format!("{prefix}.dlq.>")),
+        // Cancel requests matter only while their run may still be going: they expire after
+        // a day instead of accumulating.
+        for (name, subjects, max_age) in [
+            (&self.config.stream, format!("{prefix}.launch.>"), None),
+            (&self.config.dlq_stream, format!("{prefix}.dlq.>"), None),
+            (
+                &self.config.cancel_stream,
+                format!("{prefix}.cancel.>"),
+                Some(CANCEL_MAX_AGE),
+            ),
         ] {
             let config = stream::Config {
                 name: name.clone(),
@@ -126,6 +140,7 @@ impl NatsLauncher {
                 duplicate_window: self.config.duplicate_window,
                 storage: stream::StorageType::File,
                 num_replicas: self.config.replicas,
+                max_age: max_age.unwrap_or_default(),
                 ..Default::default()
             };
             self.create_or_update(config).await?;
@@ -257,6 +272,16 @@ impl RunLauncher for NatsLauncher {
             Err(err) if err.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(false),
             Err(err) => Err(self.stream_error(err)),
         }
+    }
+
+    async fn cancel(&self, batch: &[CancelMessage]) -> Vec<Result<Enqueued>> {
+        let prefix = &self.config.subject_prefix;
+        let outgoing = batch.iter().map(|cancel| Outgoing {
+            subject: cancel.subject(prefix),
+            msg_id: cancel.msg_id(),
+            body: cancel.encode(),
+        });
+        self.publish(outgoing.collect()).await
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {

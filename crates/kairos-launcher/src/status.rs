@@ -226,6 +226,8 @@ pub struct Stored {
     pub sequence: u64,
     /// Its `Nats-Msg-Id` header, if any.
     pub msg_id: Option<String>,
+    /// The subject it was published on.
+    pub subject: String,
     /// The body.
     pub payload: Vec<u8>,
 }
@@ -265,6 +267,7 @@ pub async fn read_stream(launcher: &NatsLauncher, stream: &str) -> Result<Vec<St
                 .headers
                 .get("Nats-Msg-Id")
                 .map(|value| value.as_str().to_string()),
+            subject: message.subject.to_string(),
             payload: message.payload.to_vec(),
         });
     }

@@ -65,3 +65,33 @@ fn timestamps_are_utc_with_z_and_fractions_only_when_present() {
         "2026-03-09T07:00:00.250Z"
     );
 }
+
+#[test]
+fn a_cancel_message_validates_against_its_schema() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/cancel.schema.json"
+    );
+    let text = std::fs::read_to_string(path).expect("read cancel schema");
+    let schema = serde_json::from_str(&text).expect("schema is JSON");
+    let validator = jsonschema::options()
+        .build(&schema)
+        .expect("schema compiles");
+    for run_id in [None, Some("r-1".to_string())] {
+        let cancel = kairos_launcher::CancelMessage {
+            idempotency_key: "a".repeat(64),
+            run_id,
+            attempt: 2,
+            reason: Some("cancelled by an operator".into()),
+            workflow_id: "wf".into(),
+        };
+        let body: serde_json::Value = serde_json::from_slice(&cancel.encode()).expect("JSON");
+        assert!(validator.is_valid(&body), "{body}");
+        assert!(
+            body.get("workflow_id").is_none(),
+            "the workflow is in the subject"
+        );
+        assert_eq!(cancel.subject("kairos"), "kairos.cancel.wf");
+        assert_eq!(cancel.msg_id(), format!("{}:cancel:2", "a".repeat(64)));
+    }
+}

@@ -157,8 +157,11 @@ pub struct ScheduleInput {
     pub end_at: Option<DateTime<Utc>>,
     /// `0..=3_600_000`; absent: the configured default.
     pub jitter_ms: Option<i64>,
-    /// `allow`, `skip` or `queue`; absent: the configured default.
+    /// `allow`, `skip`, `queue`, `buffer_one` or `cancel_other`; absent: the configured
+    /// default.
     pub overlap_policy: Option<String>,
+    /// Under `queue`: most runs waiting, at least 1; absent: unbounded.
+    pub max_queued: Option<i64>,
     /// `none`, `fire_immediately` or `spread`; absent: the configured default.
     pub catchup_policy: Option<String>,
     /// Higher dispatches first; absent: 0.
@@ -209,6 +212,7 @@ pub(crate) struct Checked {
     pub catchup_policy: CatchupPolicy,
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
+    pub max_queued: Option<i32>,
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
     pub rules: CheckedRules,
@@ -343,6 +347,13 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         1,
         i32::MAX.into(),
     );
+    let max_queued = ranged(
+        &mut problems,
+        "max_queued",
+        input.max_queued,
+        1,
+        i32::MAX.into(),
+    );
     let failure = failure_policy(&mut problems, input);
     // A name over the bound was refused above and is not echoed again.
     fn short(value: &Option<String>) -> Option<&str> {
@@ -352,6 +363,15 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
     }
     let overlap: Option<OverlapPolicy> = policy(&mut problems, short(&input.overlap_policy));
     let catchup: Option<CatchupPolicy> = policy(&mut problems, short(&input.catchup_policy));
+    let effective = overlap.unwrap_or(settings.default_overlap);
+    // An unknown policy name is named above; the bound is checked against a known one.
+    let known = overlap.is_some() || input.overlap_policy.is_none();
+    if max_queued.is_some() && known && effective != OverlapPolicy::Queue {
+        problems.push(Problem::new(
+            "max_queued",
+            format!("applies only to overlap_policy queue, not {effective}"),
+        ));
+    }
     if let Some(revision) = input.revision {
         if revision < 1 {
             problems.push(Problem::new("revision", "must be 1 or more"));
@@ -375,6 +395,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             catchup_policy: catchup.unwrap_or(settings.default_catchup),
             priority: priority.map_or(0, narrow),
             max_run_seconds: max_run.map(narrow),
+            max_queued: max_queued.map(narrow),
             failure: failure.unwrap_or_default(),
             revision: input.revision,
             rules,

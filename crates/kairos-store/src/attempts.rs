@@ -257,8 +257,8 @@ pub async fn retry_finished(
         "select b.idempotency_key from schedule_runs b \
          join schedules s on s.schedule_id = b.schedule_id \
          where b.schedule_id = $1 and b.idempotency_key <> $2 \
-           and s.overlap_policy in ('skip', 'queue') \
-           and b.status in ('ENQUEUED', 'STARTED', 'RETRYING') limit 1",
+           and s.overlap_policy <> 'allow' \
+           and b.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING') limit 1",
     )
     .bind(&run.schedule_id)
     .bind(key)
@@ -270,8 +270,8 @@ pub async fn retry_finished(
     sqlx::query(&format!(
         "update schedule_runs r set {NEXT_ATTEMPT}, fire_at = $2, updated_at = $2, \
            reason = format('attempt %s requested', r.attempt + 1), \
-           exclusive = r.source <> 'api' and coalesce((select s.overlap_policy in \
-             ('skip', 'queue') from schedules s where s.schedule_id = r.schedule_id), false) \
+           exclusive = r.source <> 'api' and coalesce((select s.overlap_policy <> 'allow' \
+             from schedules s where s.schedule_id = r.schedule_id), false) \
          where r.idempotency_key = $1"
     ))
     .bind(key)

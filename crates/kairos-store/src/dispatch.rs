@@ -162,16 +162,21 @@ pub async fn lock_schedules(
 pub struct Blockers {
     /// The schedule.
     pub schedule_id: String,
-    /// The key of a run that holds the schedule (`ENQUEUED`, `STARTED`, or `RETRYING`), if
-    /// any.
+    /// The key of a run that holds the schedule (`ENQUEUED`, `STARTED`, `RETRYING` or
+    /// `CANCELLING`), if any.
     pub in_flight: Option<String>,
     /// The `fire_at` of the oldest `QUEUED` run, if any: a younger run must queue behind
     /// it (overlap `queue` keeps the order).
     pub first_queued: Option<DateTime<Utc>>,
+    /// How many runs are `QUEUED`.
+    pub queued: i64,
+    /// The schedule's bound on `QUEUED` runs under overlap `queue` (`None`: unbounded).
+    pub max_queued: Option<i32>,
 }
 
-/// In-flight and queued runs of `schedule_ids`. Call it after [`lock_schedules`]: with the
-/// lock held, a committed publish by another dispatcher is visible to this statement.
+/// In-flight and queued runs of `schedule_ids`, one entry each. Call it after
+/// [`lock_schedules`]: with the lock held, a committed publish by another dispatcher is
+/// visible to this statement.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -182,14 +187,16 @@ pub async fn blockers(
     if schedule_ids.is_empty() {
         return Ok(HashMap::new());
     }
+    // Per schedule: one probe of schedule_runs_in_flight and one of schedule_runs_queued.
     let rows: Vec<Blockers> = sqlx::query_as(
-        "select schedule_id, \
-           min(idempotency_key) filter (where status in ('ENQUEUED', 'STARTED', 'RETRYING')) \
-             as in_flight, \
-           min(fire_at) filter (where status = 'QUEUED') as first_queued \
-         from schedule_runs \
-         where schedule_id = any($1) and status in ('ENQUEUED', 'STARTED', 'RETRYING', 'QUEUED') \
-         group by schedule_id",
+        "select ids.id as schedule_id, \
+           (select min(r.idempotency_key) from schedule_runs r where r.schedule_id = ids.id \
+              and r.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING')) as in_flight, \
+           q.first_queued, coalesce(q.n, 0) as queued, s.max_queued \
+         from unnest($1::text[]) as ids(id) \
+         left join schedules s on s.schedule_id = ids.id \
+         left join lateral (select min(w.fire_at) as first_queued, count(*) as n \
+           from schedule_runs w where w.schedule_id = ids.id and w.status = 'QUEUED') q on true",
     )
     .bind(schedule_ids)
     .fetch_all(&mut *tx)
@@ -390,7 +397,8 @@ pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Resu
            select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
            where w.status = 'QUEUED' \
              and not exists (select 1 from schedule_runs b where b.schedule_id = w.schedule_id \
-                             and (b.status in ('ENQUEUED', 'STARTED', 'RETRYING') \
+                             and (b.status in ('ENQUEUED', 'STARTED', 'RETRYING', \
+                                               'CANCELLING') \
                                   or (b.status = 'PENDING' and b.fire_at <= $1))) \
            order by w.schedule_id, w.fire_at, w.idempotency_key) \
          returning q.idempotency_key",

@@ -195,7 +195,8 @@ pub struct PlannedRun {
 
 /// The never-published planned runs of `schedule_ids` whose tick is at or after `from`,
 /// including cancelled ones (a resume or a reschedule may want them back: their key is the
-/// tick's key, so the planner could never write them again).
+/// tick's key, so the planner could never write them again), but not one an operator
+/// cancelled (`cancel_requested_at`): that cancel is final.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -208,6 +209,7 @@ pub async fn future_planned(
         "select idempotency_key, schedule_id, run_at, status from schedule_runs \
          where schedule_id = any($1) and run_at >= $2 and source = 'schedule' \
            and published_at is null and status in ('PENDING', 'QUEUED', 'CANCELLED') \
+           and cancel_requested_at is null \
          order by schedule_id, run_at",
     )
     .bind(schedule_ids)
@@ -237,7 +239,8 @@ pub async fn keep_planned(
            reason = case when r.status = 'CANCELLED' then null else r.reason end \
          from unnest($1::text[], $2::timestamptz[]) as v(idempotency_key, fire_at) \
          where r.idempotency_key = v.idempotency_key and r.published_at is null \
-           and r.status in ('PENDING', 'QUEUED', 'CANCELLED')",
+           and r.status in ('PENDING', 'QUEUED', 'CANCELLED') \
+           and r.cancel_requested_at is null",
     )
     .bind(keys)
     .bind(fire_ats)

@@ -44,6 +44,8 @@ pub struct Schedule {
     pub priority: i32,
     /// In-flight limit in seconds, if any.
     pub max_run_seconds: Option<i32>,
+    /// Under overlap `queue`: most runs waiting (`QUEUED`); `None`: unbounded.
+    pub max_queued: Option<i32>,
     /// What happens when an attempt fails or stops answering.
     #[sqlx(flatten)]
     pub failure: FailurePolicy,
@@ -61,9 +63,10 @@ pub struct Schedule {
 /// The columns of [`Schedule`], in order, for `select` and `returning`.
 const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
     start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
-    priority, max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
-    retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
-    exclude, exclude_calendars, roll, dst_gap, dst_fold, revision, created_at, updated_at";
+    priority, max_run_seconds, max_queued, max_attempts, retry_intervals_s, \
+    retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
+    heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
+    dst_fold, revision, created_at, updated_at";
 
 /// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
 /// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
@@ -185,6 +188,8 @@ pub struct ScheduleWrite {
     pub priority: i32,
     /// See [`Schedule::max_run_seconds`].
     pub max_run_seconds: Option<i32>,
+    /// See [`Schedule::max_queued`].
+    pub max_queued: Option<i32>,
     /// See [`Schedule::failure`].
     pub failure: FailurePolicy,
     /// See [`Schedule::rules`].
@@ -285,13 +290,14 @@ pub async fn insert_many(
          catchup_policy, priority, max_run_seconds, max_attempts, retry_intervals_s, \
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
          heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
-         dst_fold, revision, created_at, updated_at) \
+         dst_fold, max_queued, revision, created_at, updated_at) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
          v.retry_intervals_s::int4[], v.retry_backoff_initial_s, v.retry_backoff_multiplier, \
          v.retry_backoff_max_s, v.heartbeat_timeout_s, v.start_timeout_s, v.exclude::jsonb, \
-         v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, 1, v.created_at, ",
+         v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, v.max_queued, 1, \
+         v.created_at, ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -336,7 +342,7 @@ pub async fn update_many(
          retry_backoff_multiplier = v.retry_backoff_multiplier, \
          retry_backoff_max_s = v.retry_backoff_max_s, \
          heartbeat_timeout_s = v.heartbeat_timeout_s, start_timeout_s = v.start_timeout_s, \
-         revision = s.revision + 1, updated_at = ",
+         max_queued = v.max_queued, revision = s.revision + 1, updated_at = ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -407,6 +413,8 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.rules.dst_fold.map(|f| f.as_str())));
     args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| r.max_queued));
+    args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
     args.push_bind(col(rows, |r| r.created_at));
@@ -416,7 +424,8 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
          retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
-         exclude, exclude_calendars, roll, dst_gap, dst_fold, revision, created_at)",
+         exclude, exclude_calendars, roll, dst_gap, dst_fold, max_queued, revision, \
+         created_at)",
     );
 }
 

@@ -2,8 +2,12 @@
 //! in one statement (invariant 7), executor ownership, and the release of the next `QUEUED`
 //! run when an exclusive run ends.
 //!
-//! Ranks: `PENDING` 0 < `ENQUEUED` 1 < `STARTED` 2 < final 3. A report applies only when it
-//! raises the rank, so a repeated or stale report (`STARTED` after `SUCCESS`) is a no-op.
+//! Ranks: `PENDING` 0 < `ENQUEUED` 1 < `STARTED` 2 < `CANCELLING` 3 < final 4. A report
+//! applies only when it raises the rank, so a repeated or stale report (`STARTED` after
+//! `SUCCESS`) is a no-op. On a `CANCELLING` run a final report applies as sent: `CANCELLED`
+//! confirms the cancel, and a `SUCCESS` or `FAILED` the executor reached before it saw the
+//! cancel is recorded as the truth (a `FAILED` one is never retried: the caller passes no
+//! [`AfterFailure`] for it).
 //!
 //! An executor only learns a key from a launch message, so a report on a run that was never
 //! published is refused ([`Applied::Unpublished`]): `QUEUED`, `SKIPPED`, `CANCELLED` or a
@@ -49,6 +53,7 @@ pub enum AfterFailure {
 
 /// What deciding [`AfterFailure`] needs: the run's attempt in progress and its schedule's
 /// failure policy. Locks the run (the transition that follows sees the same attempt).
+/// `None` for an unknown run and for a `CANCELLING` one: a cancelled run is never retried.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -67,7 +72,7 @@ pub async fn failure_context(
            s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
            s.heartbeat_timeout_s, s.start_timeout_s \
          from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
-         where r.idempotency_key = $1 for update of r",
+         where r.idempotency_key = $1 and r.status <> 'CANCELLING' for update of r",
     )
     .bind(key)
     .fetch_optional(db)
@@ -163,14 +168,14 @@ const TRANSITION: &str = "
 with cur as (
     select idempotency_key, schedule_id, status, executor_id, run_id, published_at, fire_at,
         started_at, attempt,
-        source <> 'api' and coalesce((select s.overlap_policy in ('skip', 'queue')
+        source <> 'api' and coalesce((select s.overlap_policy <> 'allow'
             from schedules s where s.schedule_id = r.schedule_id), false) as exclusive_now
     from schedule_runs r
     where idempotency_key = $1 for update
 ), blocker as (
     select min(b.idempotency_key) as key from schedule_runs b join cur
       on b.schedule_id = cur.schedule_id and b.idempotency_key <> cur.idempotency_key
-    where b.exclusive and b.status in ('ENQUEUED', 'STARTED', 'RETRYING')
+    where b.exclusive and b.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING')
 ), decision as (
     select cur.idempotency_key,
         case
@@ -183,17 +188,18 @@ with cur as (
             when $3::text is not null and cur.executor_id is not null
                  and cur.executor_id <> $3
                  and ($2 in ('STARTED', 'HEARTBEAT')
-                      or cur.status in ('PENDING', 'ENQUEUED', 'STARTED'))
+                      or cur.status in ('PENDING', 'ENQUEUED', 'STARTED', 'CANCELLING'))
                 then 'conflict'
             when cur.status = 'PENDING' and cur.exclusive_now
                  and (select key from blocker) is not null
                 then 'blocked'
             when $2 = 'HEARTBEAT'
-                then case when cur.status in ('ENQUEUED', 'STARTED') then 'heartbeat'
+                then case when cur.status in ('ENQUEUED', 'STARTED', 'CANCELLING')
+                          then 'heartbeat'
                           else 'noop' end
             when (case cur.status when 'PENDING' then 0 when 'ENQUEUED' then 1
-                                  when 'STARTED' then 2 else 3 end)
-                 < (case $2 when 'STARTED' then 2 else 3 end)
+                                  when 'STARTED' then 2 when 'CANCELLING' then 3 else 4 end)
+                 < (case $2 when 'STARTED' then 2 else 4 end)
                 then 'apply'
             else 'noop'
         end as action
@@ -223,11 +229,16 @@ with cur as (
                             else r.heartbeat_at end,
         last_error = case when $2 = 'FAILED' then coalesce($5, r.last_error)
                           else r.last_error end,
-        reason = case when $2 = 'FAILED' and $9::timestamptz is not null
+        reason = case when r.status = 'CANCELLING' and $2 in ('SUCCESS', 'FAILED')
+                      then format('executor reported %s before it stopped the run (%s)', $2,
+                          coalesce(r.reason, 'cancel requested'))
+                      when $2 = 'FAILED' and $9::timestamptz is not null
                       then format('attempt %s failed; attempt %s at %s', r.attempt,
                           r.attempt + 1, to_char($9::timestamptz at time zone 'UTC',
                           'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))
                       when $2 = 'FAILED' then 'executor reported FAILED'
+                      when $2 = 'CANCELLED' and r.status <> 'CANCELLING'
+                      then 'cancelled by the executor'
                       else r.reason end,
         dead_lettered_at = case when $2 = 'FAILED' and $10
                                 then coalesce($6, clock_timestamp())
@@ -261,7 +272,8 @@ with cur as (
         updated_at = coalesce($6, clock_timestamp())
     where q.idempotency_key = (
         select w.idempotency_key from schedule_runs w join upd on w.schedule_id = upd.schedule_id
-        where upd.exclusive and upd.status in ('SUCCESS', 'FAILED') and w.status = 'QUEUED'
+        where upd.exclusive and upd.status in ('SUCCESS', 'FAILED', 'CANCELLED')
+          and w.status = 'QUEUED'
         order by w.fire_at, w.idempotency_key limit 1)
     returning q.idempotency_key
 ), woken as (

@@ -26,6 +26,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         catchup_policy: kairos_core::CatchupPolicy::None,
         priority: 0,
         max_run_seconds: None,
+        max_queued: None,
         failure: kairos_store::schedules::FailurePolicy {
             max_attempts: 1,
             ..Default::default()

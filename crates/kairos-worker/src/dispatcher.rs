@@ -18,8 +18,10 @@
 //! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
 //! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
 //! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ;
+//! `cancels.rs`: cancel messages to executors and cancels that timed out;
 //! `republish.rs`: launches no executor started, whose message may have been lost).
 
+mod cancels;
 mod clock;
 mod decide;
 mod launch;
@@ -73,6 +75,9 @@ pub struct DispatcherConfig {
     pub start_timeout: Duration,
     /// Re-publishes of one attempt before it fails as never started (`scheduler.max_republish`).
     pub max_republish: u32,
+    /// A `CANCELLING` run the executor has not confirmed this long after the cancel was
+    /// asked for becomes `CANCELLED` (`scheduler.cancel_timeout_s`).
+    pub cancel_timeout: Duration,
     /// How far ahead of `fire_at` a round may claim a run (`scheduler.prestage_ms`): the
     /// claim, the DAG and the message are ready before the tick, and the publish waits for
     /// `fire_at` on the database's clock. Zero: claim only runs already due.
@@ -87,7 +92,8 @@ pub struct DispatcherConfig {
 
 impl DispatcherConfig {
     /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep,
-    /// 300 s start timeout, 3 re-publishes, no pre-staging, one lane, the system clock.
+    /// 300 s start timeout, 3 re-publishes, 60 s cancel timeout, no pre-staging, one lane,
+    /// the system clock.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
@@ -97,6 +103,7 @@ impl DispatcherConfig {
             sweep_every: Duration::from_secs(1),
             start_timeout: Duration::from_secs(300),
             max_republish: 3,
+            cancel_timeout: Duration::from_secs(60),
             prestage: Duration::ZERO,
             lanes: 1,
             instance_clock: chrono::Utc::now,
@@ -209,6 +216,9 @@ impl<L: RunLauncher> Dispatcher<L> {
             .await?;
         tx.commit().await?;
         round.finished(started);
+        if round.cancels > 0 {
+            self.send_cancels().await?;
+        }
         Ok(round)
     }
 
@@ -240,14 +250,18 @@ impl<L: RunLauncher> Dispatcher<L> {
     }
 }
 
-/// What the run intake may ask of this instance's dispatcher: publish one run now. A narrow
-/// handle, so the HTTP layer never names the launcher type.
+/// What the run intake may ask of this instance's dispatcher: publish one run now, or the
+/// cancel messages not sent yet. A narrow handle, so the HTTP layer never names the
+/// launcher type.
 pub trait DispatchNow: Send + Sync + std::fmt::Debug {
     /// Publishes the `PENDING` run `key` now, if it is still `PENDING` and not held.
     fn dispatch_now<'a>(
         &'a self,
         key: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+
+    /// Publishes the cancel messages of `CANCELLING` runs not sent yet.
+    fn send_cancels_now(&self) -> Pin<Box<dyn Future<Output = Result<()>> + Send + '_>>;
 }
 
 impl<L: RunLauncher + std::fmt::Debug> DispatchNow for Dispatcher<L> {
@@ -256,5 +270,9 @@ impl<L: RunLauncher + std::fmt::Debug> DispatchNow for Dispatcher<L> {
         key: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>> {
         Box::pin(async move { self.dispatch_key(key).await.map(|_| ()) })
+    }
+
+    fn send_cancels_now(&self) -> Pin<Box<dyn Future<Output = Result<()>> + Send + '_>> {
+        Box::pin(async move { self.send_cancels().await.map(|_| ()) })
     }
 }

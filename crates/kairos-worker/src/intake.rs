@@ -1,8 +1,13 @@
 //! The one run intake: what executors and callers tell kairos about runs, whatever the
 //! channel. Status reports (HTTP `POST /runs/{key}/status` and the NATS status subject) are
 //! parsed here with one set of field rules into one [`StatusReport`], and applied by one
-//! function ([`Intake::report`]); `POST /run-launcher/start` goes through [`Intake::start`].
+//! function ([`Intake::report`]); `POST /run-launcher/start` goes through [`Intake::start`]
+//! and `POST /runs/{key}/cancel` through [`Intake::cancel`] (`intake/cancel.rs`).
 //! A channel only maps the answer: a status code, or ack / retry / terminate.
+
+mod cancel;
+
+pub use cancel::MAX_REASON_TEXT;
 
 use std::sync::{Arc, OnceLock};
 

@@ -70,11 +70,21 @@ pub enum SkipReason {
     Missed,
     /// Inside a paused span; counted on resume, no run row.
     Paused,
+    /// Overlap `queue` with `max_queued` runs already waiting (run `SKIPPED`).
+    QueueFull,
+    /// Overlap `buffer_one` or `cancel_other` with a run already waiting (run `SKIPPED`).
+    BufferFull,
 }
 
 impl SkipReason {
     /// Every reason (exported at 0 from the start).
-    pub const ALL: [SkipReason; 3] = [SkipReason::Overlap, SkipReason::Missed, SkipReason::Paused];
+    pub const ALL: [SkipReason; 5] = [
+        SkipReason::Overlap,
+        SkipReason::Missed,
+        SkipReason::Paused,
+        SkipReason::QueueFull,
+        SkipReason::BufferFull,
+    ];
 
     /// The label value.
     pub fn as_str(self) -> &'static str {
@@ -82,6 +92,8 @@ impl SkipReason {
             SkipReason::Overlap => "overlap",
             SkipReason::Missed => "missed",
             SkipReason::Paused => "paused",
+            SkipReason::QueueFull => "queue_full",
+            SkipReason::BufferFull => "buffer_full",
         }
     }
 }

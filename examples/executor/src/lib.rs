@@ -7,13 +7,16 @@
 //! the message — so a crash mid-run means redelivery, and kairos's forward-only status plus
 //! its "first STARTED owns the run" rule keep a tick from running twice on two executors.
 //! Every report echoes the launch message's `attempt`, so a late report about an earlier
-//! attempt never touches a newer one.
+//! attempt never touches a newer one. Cancel requests (`schemas/cancel.schema.json`, on
+//! `<prefix>.cancel.>`) stop the run they name, which is then reported `CANCELLED`
+//! (`cancel.rs`).
 //!
 //! Demo node fields: `sleep_ms` (how long the node "runs"), `fail: true` (the node fails),
 //! `fail_until_attempt: n` (the node fails while the attempt is below `n`: a flaky job) and
 //! `fatal: true` (the node fails and the report says `"retryable": false`, so kairos
 //! dead-letters the run without another attempt).
 
+mod cancel;
 mod dag;
 mod report;
 
@@ -24,6 +27,7 @@ use async_nats::jetstream::{self, consumer::pull, AckKind};
 use futures::StreamExt;
 use serde::Deserialize;
 
+pub use cancel::{CancelRequest, Cancels};
 pub use dag::dependency_order;
 pub use report::{Outcome, Reporter, Status, StatusUpdate};
 
@@ -53,6 +57,8 @@ pub struct Settings {
     pub durable: String,
     /// This executor's id, sent with every status.
     pub executor_id: String,
+    /// kairos's subject prefix (`kairos`): cancel requests arrive on `<prefix>.cancel.>`.
+    pub subject_prefix: String,
     /// How often to report `HEARTBEAT` while a run works: above zero, and well below the
     /// schedules' `heartbeat_timeout_s` ([`DEFAULT_HEARTBEAT_EVERY`] unless told).
     pub heartbeat_every: Duration,
@@ -69,6 +75,8 @@ pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()>
     let client = async_nats::connect(&settings.nats_url)
         .await
         .with_context(|| format!("connect to {}", settings.nats_url))?;
+    let cancels = Cancels::default();
+    let listener = cancel::listen(&client, &settings.subject_prefix, cancels.clone()).await?;
     let stream = jetstream::new(client)
         .get_stream(&settings.stream)
         .await
@@ -89,7 +97,7 @@ pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()>
         let message = message.context("receive a launch message")?;
         match serde_json::from_slice::<Launch>(&message.payload) {
             Ok(launch) => {
-                handle(&launch, settings, reporter).await;
+                handle(&launch, settings, reporter, &cancels).await;
                 message
                     .ack()
                     .await
@@ -101,14 +109,24 @@ pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()>
             }
         }
     }
+    listener.abort();
     Ok(())
 }
 
-/// Runs one launch: STARTED, the nodes in order with heartbeats, then SUCCESS or FAILED,
-/// every report about `launch.attempt`.
-pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter) {
+/// Runs one launch: STARTED, the nodes in order with heartbeats, then SUCCESS or FAILED
+/// (or CANCELLED when a cancel request names it), every report about `launch.attempt`.
+pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter, cancels: &Cancels) {
     let key = &launch.idempotency_key;
     let executor_id = settings.executor_id.as_str();
+    let Some(cancelled) = cancels.begin(key, launch.attempt) else {
+        println!("executor: {key} was cancelled before it started; not running it");
+        let done = StatusUpdate::new(Status::Cancelled, executor_id, launch.attempt);
+        if let Err(err) = reporter.report(key, &done).await {
+            eprintln!("executor: could not report CANCELLED for {key}: {err:#}");
+        }
+        cancels.end(key, launch.attempt);
+        return;
+    };
     let started = StatusUpdate::new(Status::Started, executor_id, launch.attempt);
     match reporter.report(key, &started).await {
         Ok(Outcome::Accepted) => {}
@@ -119,13 +137,25 @@ pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter) {
         Err(err) => {
             // Without a STARTED on record we cannot claim the run; leave it to redelivery.
             eprintln!("executor: could not report STARTED for {key}: {err:#}");
+            cancels.end(key, launch.attempt);
             return;
         }
     }
-    let result = run_with_heartbeats(launch, settings, reporter).await;
+    let result = tokio::select! {
+        result = run_with_heartbeats(launch, settings, reporter) => Some(result),
+        () = cancelled.notified() => None,
+    };
+    cancels.end(key, launch.attempt);
     let done = match &result {
-        Ok(()) => StatusUpdate::new(Status::Success, executor_id, launch.attempt),
-        Err(failure) => {
+        None => {
+            println!(
+                "executor: {key} attempt {} stopped by a cancel",
+                launch.attempt
+            );
+            StatusUpdate::new(Status::Cancelled, executor_id, launch.attempt)
+        }
+        Some(Ok(())) => StatusUpdate::new(Status::Success, executor_id, launch.attempt),
+        Some(Err(failure)) => {
             let failed = StatusUpdate::new(Status::Failed, executor_id, launch.attempt)
                 .with_error(&failure.error);
             if failure.retryable {

@@ -26,7 +26,7 @@ struct Args {
     /// Bearer token for HTTP status reports (role executor).
     #[arg(long, env = "KAIROS_TOKEN")]
     token: Option<String>,
-    /// Subject prefix for NATS status reports.
+    /// kairos's subject prefix: NATS status reports and cancel requests.
     #[arg(long, default_value = "kairos")]
     subject_prefix: String,
     /// Seconds between HEARTBEAT reports while a run works (default 10).
@@ -42,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
         stream: args.stream,
         durable: args.durable,
         executor_id: args.executor_id,
+        subject_prefix: args.subject_prefix.clone(),
         heartbeat_every: match args.heartbeat_every {
             Some(seconds) => Duration::try_from_secs_f64(seconds)
                 .ok()

@@ -16,6 +16,8 @@ pub enum Status {
     Success,
     /// The run ended badly.
     Failed,
+    /// The run was stopped by a cancel request.
+    Cancelled,
 }
 
 /// The status body.

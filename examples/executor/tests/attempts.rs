@@ -2,7 +2,9 @@
 //! status intake on PostgreSQL and nats-server drive the Rust and the Python executor. A
 //! flaky job succeeds on its third attempt, a job that always fails is dead-lettered after
 //! its last attempt, a fatal failure (`"retryable": false`) is dead-lettered after the
-//! first, and heartbeats keep a run alive past its schedule's `heartbeat_timeout_s`.
+//! first, heartbeats keep a run alive past its schedule's `heartbeat_timeout_s`, and an
+//! operator's cancel stops a long run, which the executor reports `CANCELLED` (never
+//! retried).
 //!
 //! Each scenario runs once per executor (`<scenario>::rust`, `<scenario>::python`); the
 //! Python one needs `python3` with nats-py (`scripts/test` installs it).
@@ -43,6 +45,7 @@ for_each_executor!(
     failing_job_is_dead_lettered_after_its_last_attempt,
     fatal_failure_is_dead_lettered_after_attempt_1,
     heartbeats_keep_a_run_alive_past_the_heartbeat_timeout,
+    a_cancel_stops_the_run_and_the_executor_confirms_it,
 );
 
 /// `(status, attempt)` of every report but heartbeats, in the order sent.
@@ -217,6 +220,38 @@ async fn heartbeats_keep_a_run_alive_past_the_heartbeat_timeout(executor: Execut
     assert!(beats
         .iter()
         .all(|beat| beat["attempt"] == 1 && beat["executor_id"] == executor.id()));
+}
+
+async fn a_cancel_stops_the_run_and_the_executor_confirms_it(executor: Executor) {
+    let kairos = Kairos::start().await;
+    let dag = json!({"nodes": [{"id": "long", "sleep_ms": 120_000}]});
+    let policy = Policy {
+        max_attempts: 3,
+        retry_intervals_s: Some(vec![1]),
+        heartbeat_timeout_s: None,
+    };
+    let key = kairos.due_run("cancelme", dag, &policy).await;
+    let mut running = executor.start(&kairos, BEATS).await;
+    kairos.reports(&key, "STARTED", 1).await;
+
+    // The operator cancels; the dispatcher's sweep publishes the cancel request.
+    let intake = kairos_worker::intake::Intake::new(kairos.pool.clone());
+    intake
+        .cancel(&key, Some("operator stop"))
+        .await
+        .expect("cancel recorded");
+    let run = kairos
+        .reaches(&key, RunStatus::Cancelled, &mut running)
+        .await;
+    assert_eq!(
+        run.reason.as_deref(),
+        Some("cancelled by an operator: operator stop"),
+        "confirmed by the executor, not timed out (the cancel timeout is 60 s)"
+    );
+    let reports = kairos.reports(&key, "CANCELLED", 1).await;
+    assert_eq!(steps(&reports), [step("STARTED", 1), step("CANCELLED", 1)]);
+    assert_eq!(run.attempt, 1);
+    assert_eq!(kairos.launches().await, [key], "never retried");
 }
 
 /// The control for the heartbeat scenario: the same run with heartbeats further apart than

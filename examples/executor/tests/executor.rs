@@ -26,6 +26,7 @@ async fn runs_launches_and_reports_status_on_nats() {
         stream: "KAIROS_LAUNCH".into(),
         durable: "executor-under-test".into(),
         executor_id: "exec-1".into(),
+        subject_prefix: "kairos".into(),
         heartbeat_every: Duration::from_millis(200),
     };
     let reporter = Reporter::Nats {

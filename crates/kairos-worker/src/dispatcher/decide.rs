@@ -1,35 +1,52 @@
 //! The overlap policy at fire time, without IO: for each claimed run, in claim order,
-//! launch it, skip it, queue it, or leave it for the next round.
+//! launch it, skip it, queue it (asking the run in flight to cancel, under `cancel_other`),
+//! or leave it for the next round.
+//!
+//! Every policy but `allow` is exclusive: at most one run of the schedule in flight. A run
+//! that cannot go out waits (`QUEUED`) up to a bound — the schedule's `max_queued` under
+//! `queue` (unbounded without one), one under `buffer_one` and `cancel_other` — and past it
+//! is `SKIPPED` with reason `queue_full` or `buffer_full`; under `skip` it is `SKIPPED` at
+//! once.
 
 use std::collections::{HashMap, HashSet};
 
 use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_store::dispatch::{Blockers, Claimed};
 
+/// How the reason of a skip past `max_queued` starts.
+pub(crate) const QUEUE_FULL: &str = "queue_full";
+/// How the reason of a skip past the one waiting run of `buffer_one`/`cancel_other` starts.
+pub(crate) const BUFFER_FULL: &str = "buffer_full";
+
 /// What to do with one claimed run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decision {
-    /// Publish it; `exclusive` under `skip`/`queue`.
+    /// Publish it; `exclusive` under every policy but `allow`.
     Launch {
         /// Counts against the one-in-flight index.
         exclusive: bool,
     },
-    /// `SKIPPED` (overlap `skip`) with the reason. `behind` names a run launched in this
-    /// same batch: the skip stands only if that run really goes out.
+    /// `SKIPPED` (overlap `skip`, or a full queue or buffer) with the reason. `behind`
+    /// names a run launched in this same batch: the skip stands only if that run really
+    /// goes out.
     Skip {
         /// Why.
         reason: String,
         /// The run of this batch it would overlap.
         behind: Option<String>,
     },
-    /// `QUEUED` (overlap `queue`) with the reason; `behind` as for `Skip`.
+    /// `QUEUED` (overlap `queue`, `buffer_one`, `cancel_other`) with the reason; `behind`
+    /// as for `Skip`.
     Queue {
         /// Why.
         reason: String,
         /// The run of this batch it waits for.
         behind: Option<String>,
+        /// Under `cancel_other`: the run in flight to cancel (in the same transaction).
+        cancel: Option<String>,
     },
-    /// Leave it `PENDING`: another dispatcher holds its schedule right now.
+    /// Leave it `PENDING`: another dispatcher holds its schedule right now (or, under
+    /// `cancel_other`, a run of this batch went out first: the next round cancels it).
     Defer,
 }
 
@@ -41,11 +58,10 @@ pub(crate) fn decide(
     blockers: &HashMap<String, Blockers>,
 ) -> Vec<Decision> {
     let mut launched: HashMap<&str, &str> = HashMap::new();
-    let mut queued: HashSet<&str> = HashSet::new();
+    let mut queued: HashMap<&str, i64> = HashMap::new();
     runs.iter()
         .map(|run| {
             let schedule = run.schedule_id.as_str();
-            let policy = run.overlap_policy;
             if run.status == RunStatus::Retrying {
                 // Its next attempt: it is the run holding the schedule, so nothing it could
                 // overlap with can be in flight.
@@ -57,47 +73,93 @@ pub(crate) fn decide(
                     exclusive: run.exclusive,
                 };
             }
-            if policy == OverlapPolicy::Allow {
+            if run.overlap_policy == OverlapPolicy::Allow {
                 return Decision::Launch { exclusive: false };
             }
             if !held.contains(schedule) {
                 return Decision::Defer;
             }
-            let known = blockers.get(schedule);
-            let in_db = known.and_then(|b| b.in_flight.as_deref());
-            let in_batch = launched.get(schedule).copied();
-            let blocker = in_db.or(in_batch);
-            let behind = if in_db.is_none() {
-                in_batch.map(str::to_string)
-            } else {
-                None
-            };
-            match (policy, blocker) {
-                (OverlapPolicy::Skip, Some(key)) => Decision::Skip {
-                    reason: format!("overlap skip: run {key} is in flight"),
-                    behind,
-                },
-                (OverlapPolicy::Queue, _)
-                    if blocker.is_some()
-                        || known
-                            .and_then(|b| b.first_queued)
-                            .is_some_and(|first| first < run.fire_at)
-                        || queued.contains(schedule) =>
-                {
-                    queued.insert(schedule);
-                    let reason = match blocker {
-                        Some(key) => format!("overlap queue: waiting for run {key}"),
-                        None => "overlap queue: waiting behind older queued runs".to_string(),
-                    };
-                    Decision::Queue { reason, behind }
-                }
-                _ => {
+            let decision = exclusive(run, blockers.get(schedule), &launched, &queued);
+            match decision {
+                Decision::Launch { .. } => {
                     launched.insert(schedule, run.idempotency_key.as_str());
-                    Decision::Launch { exclusive: true }
                 }
+                Decision::Queue { .. } => *queued.entry(schedule).or_default() += 1,
+                _ => {}
             }
+            decision
         })
         .collect()
+}
+
+/// The decision for a run of an exclusive schedule whose lock this transaction holds.
+fn exclusive(
+    run: &Claimed,
+    known: Option<&Blockers>,
+    launched: &HashMap<&str, &str>,
+    queued: &HashMap<&str, i64>,
+) -> Decision {
+    let schedule = run.schedule_id.as_str();
+    let policy = run.overlap_policy;
+    let in_db = known.and_then(|b| b.in_flight.as_deref());
+    let in_batch = launched.get(schedule).copied();
+    let blocker = in_db.or(in_batch);
+    let behind = if in_db.is_none() {
+        in_batch.map(str::to_string)
+    } else {
+        None
+    };
+    let queued_in_batch = queued.get(schedule).copied().unwrap_or(0);
+    let waiting = known.map_or(0, |b| b.queued) + queued_in_batch;
+    let older_waiting = queued_in_batch > 0
+        || known
+            .and_then(|b| b.first_queued)
+            .is_some_and(|first| first < run.fire_at);
+    if policy == OverlapPolicy::Skip {
+        return match blocker {
+            Some(key) => Decision::Skip {
+                reason: format!("overlap skip: run {key} is in flight"),
+                behind,
+            },
+            None => Decision::Launch { exclusive: true },
+        };
+    }
+    if blocker.is_none() && !older_waiting {
+        return Decision::Launch { exclusive: true };
+    }
+    if policy == OverlapPolicy::CancelOther && in_db.is_none() && in_batch.is_some() {
+        return Decision::Defer;
+    }
+    let (bound, full) = match policy {
+        OverlapPolicy::Queue => (known.and_then(|b| b.max_queued).map(i64::from), QUEUE_FULL),
+        _ => (Some(1), BUFFER_FULL),
+    };
+    if bound.is_some_and(|bound| waiting >= bound) {
+        let what = match blocker {
+            Some(key) => format!("run {key} is in flight and {waiting} run(s) wait"),
+            None => format!("{waiting} run(s) wait"),
+        };
+        return Decision::Skip {
+            reason: format!("{full}: {what} (overlap {policy})"),
+            behind,
+        };
+    }
+    let reason = match (policy, blocker) {
+        (OverlapPolicy::CancelOther, Some(key)) => {
+            format!("overlap cancel_other: waiting for run {key} to be cancelled")
+        }
+        (_, Some(key)) => format!("overlap {policy}: waiting for run {key}"),
+        (_, None) => format!("overlap {policy}: waiting behind older queued runs"),
+    };
+    let cancel = match policy {
+        OverlapPolicy::CancelOther => in_db.map(str::to_string),
+        _ => None,
+    };
+    Decision::Queue {
+        reason,
+        behind,
+        cancel,
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +214,7 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: Some("x".into()),
                 first_queued: None,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &blocked);
@@ -162,6 +225,8 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: None,
                 first_queued: Some(Utc.with_ymd_and_hms(2025, 12, 31, 0, 0, 0).unwrap()),
+                queued: 1,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &older);
@@ -182,11 +247,63 @@ mod tests {
                 schedule_id: "s".into(),
                 in_flight: Some("a".into()),
                 first_queued: None,
+                ..Blockers::default()
             },
         )]);
         let got = decide(&[retry, run("b", "s", "skip")], &held(&["s"]), &blocked);
         assert_eq!(got[0], Decision::Launch { exclusive: true });
         assert!(matches!(&got[1], Decision::Skip { .. }));
+    }
+
+    fn in_flight(key: &str, queued: i64, max_queued: Option<i32>) -> HashMap<String, Blockers> {
+        HashMap::from([(
+            "s".to_string(),
+            Blockers {
+                schedule_id: "s".into(),
+                in_flight: Some(key.into()),
+                first_queued: None,
+                queued,
+                max_queued,
+            },
+        )])
+    }
+
+    #[test]
+    fn buffer_one_queues_one_and_skips_the_rest_as_buffer_full() {
+        let runs = [run("a", "s", "buffer_one"), run("b", "s", "buffer_one")];
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
+        assert!(matches!(&got[0], Decision::Queue { cancel: None, .. }));
+        assert!(
+            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+        let got = decide(&runs[..1], &held(&["s"]), &in_flight("x", 1, None));
+        assert!(
+            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+    }
+
+    #[test]
+    fn queue_is_bounded_by_max_queued_only_when_it_is_set() {
+        let runs: Vec<Claimed> = ["a", "b", "c"].map(|k| run(k, "s", "queue")).into();
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 1, Some(2)));
+        assert!(matches!(&got[0], Decision::Queue { .. }));
+        assert!(matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(QUEUE_FULL)));
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 5, None));
+        assert!(got.iter().all(|d| matches!(d, Decision::Queue { .. })));
+    }
+
+    #[test]
+    fn cancel_other_asks_the_run_in_flight_to_cancel_and_waits() {
+        let runs = [run("a", "s", "cancel_other"), run("b", "s", "cancel_other")];
+        let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
+        assert!(matches!(&got[0], Decision::Queue { cancel: Some(k), .. } if k == "x"));
+        assert!(
+            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+        );
+        // Nothing in flight: the first launches; a second of the same batch waits for the
+        // next round, which cancels the first.
+        let got = decide(&runs, &held(&["s"]), &HashMap::new());
+        assert_eq!(got, [Decision::Launch { exclusive: true }, Decision::Defer]);
     }
 
     #[test]

@@ -30,8 +30,15 @@ impl Round {
         metrics::round_duration(elapsed);
         let count = |n: usize| n as u64;
         metrics::emitted(count(self.enqueued));
-        if self.skipped > 0 {
-            metrics::skipped(SkipReason::Overlap, count(self.skipped));
+        let overlap = self.skipped - self.skipped_queue_full - self.skipped_buffer_full;
+        for (reason, n) in [
+            (SkipReason::Overlap, overlap),
+            (SkipReason::QueueFull, self.skipped_queue_full),
+            (SkipReason::BufferFull, self.skipped_buffer_full),
+        ] {
+            if n > 0 {
+                metrics::skipped(reason, count(n));
+            }
         }
         metrics::queued(count(self.queued));
         let permanent = self.failed - self.failed_late - self.failed_no_workflow;

@@ -11,7 +11,7 @@ use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
 use kairos_store::Tx;
 
 use super::clock::DbClock;
-use super::decide::{decide, Decision};
+use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
 use super::launch::Dags;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
@@ -33,6 +33,10 @@ pub struct Round {
     pub failed_no_workflow: usize,
     /// `SKIPPED` by overlap.
     pub skipped: usize,
+    /// Of `skipped`: overlap `queue` with `max_queued` runs waiting.
+    pub skipped_queue_full: usize,
+    /// Of `skipped`: overlap `buffer_one`/`cancel_other` with a run waiting.
+    pub skipped_buffer_full: usize,
     /// `QUEUED` by overlap.
     pub queued: usize,
     /// Left `PENDING` untouched (schedule held by another dispatcher, or behind a run of
@@ -41,6 +45,9 @@ pub struct Round {
     /// Fire drift of each planner tick enqueued: seconds from `run_at` to `published_at`
     /// (the database's clock after the PubAcks).
     pub drift_seconds: Vec<f64>,
+    /// Runs in flight asked to cancel by overlap `cancel_other` (their cancel messages
+    /// go out after the commit).
+    pub cancels: usize,
 }
 
 /// When a round's runs go out.
@@ -66,6 +73,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let dags = Dags::load(tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
         let mut drift = dispatch::record(tx, &outcomes, release.now(), None).await?;
+        let mut cancels = 0;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
             let launched = self.launch(&wave, &decisions, &dags).await;
@@ -73,9 +81,12 @@ impl<L: RunLauncher> Dispatcher<L> {
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
             drift.extend(dispatch::record(tx, &recorded, release.now(), None).await?);
+            cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
             outcomes.extend(recorded);
         }
-        Ok(Round::tally(claimed_n, &outcomes, drift))
+        let mut round = Round::tally(claimed_n, &outcomes, drift);
+        round.cancels = cancels;
+        Ok(round)
     }
 
     /// The overlap decisions for `runs` (advisory locks taken on their exclusive schedules).
@@ -116,6 +127,45 @@ impl Release {
         *waiting = later;
         Some(wave)
     }
+}
+
+/// Under `cancel_other`, the run in flight of each schedule whose new run was queued is
+/// asked to cancel, in this transaction (after the queued run is recorded, so a run that
+/// held the schedule without being published, `RETRYING`, frees it for the new run at
+/// once). Returns how many were asked.
+async fn cancel_others(
+    tx: &mut Tx,
+    live: &[Claimed],
+    decisions: &[Decision],
+    outcomes: &[Outcome],
+) -> Result<usize> {
+    let queued: HashSet<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.settled(), Settled::Queued { .. }))
+        .map(Outcome::key)
+        .collect();
+    let mut asked = 0;
+    for (run, decision) in live.iter().zip(decisions) {
+        let Decision::Queue {
+            cancel: Some(victim),
+            ..
+        } = decision
+        else {
+            continue;
+        };
+        if !queued.contains(run.idempotency_key.as_str()) {
+            continue;
+        }
+        let reason = format!(
+            "overlap cancel_other: run {} of the schedule is due",
+            run.idempotency_key
+        );
+        let done = kairos_store::cancel::request(tx, victim, &reason, None).await?;
+        tracing::info!(key = %victim, by = %run.idempotency_key, outcome = done.kind(),
+            "overlap cancel_other: cancel of the run in flight requested");
+        asked += 1;
+    }
+    Ok(asked)
 }
 
 /// Runs that must not go out fail first (launch deadline passed, workflow version not
@@ -159,7 +209,7 @@ fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec
             Decision::Skip { reason, behind } if stands(behind) => {
                 Outcome::skipped(key, reason.clone())
             }
-            Decision::Queue { reason, behind } if stands(behind) => {
+            Decision::Queue { reason, behind, .. } if stands(behind) => {
                 Outcome::queued(key, reason.clone())
             }
             _ => continue,
@@ -191,7 +241,14 @@ impl Round {
                         Unlaunchable::WorkflowMissing { .. } => round.failed_no_workflow += 1,
                     }
                 }
-                Settled::Skipped { .. } => round.skipped += 1,
+                Settled::Skipped { reason } => {
+                    round.skipped += 1;
+                    if reason.starts_with(QUEUE_FULL) {
+                        round.skipped_queue_full += 1;
+                    } else if reason.starts_with(BUFFER_FULL) {
+                        round.skipped_buffer_full += 1;
+                    }
+                }
                 Settled::Queued { .. } => round.queued += 1,
             }
         }

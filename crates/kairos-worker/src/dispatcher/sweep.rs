@@ -1,6 +1,7 @@
 //! The dispatcher's sweep, on its own interval: in-flight runs past `max_run_seconds` or
 //! silent past `heartbeat_timeout_s` become `TIMED_OUT` and, in the same transaction, get
-//! their next attempt or are dead-lettered; the oldest `QUEUED` run of every schedule that
+//! their next attempt or are dead-lettered; cancels unconfirmed past `cancel_timeout` end
+//! and unsent cancel messages go out (`cancels.rs`); the oldest `QUEUED` run of every schedule that
 //! nothing holds is released; launches no executor started are re-published
 //! (`republish.rs`); dead letters not yet copied to the DLQ stream are published.
 
@@ -23,6 +24,8 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// [`super::Error::Store`] when a statement fails (that step is rolled back).
     pub async fn sweep(&self) -> Result<(usize, usize)> {
         let timed_out = self.time_out().await?;
+        self.time_out_cancels().await?;
+        self.send_cancels().await?;
         self.republish_unstarted().await?;
         let now = kairos_store::now(&self.pool, None).await?;
         let released = dispatch::release_queued(&self.pool, now).await?;

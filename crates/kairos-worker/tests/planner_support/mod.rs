@@ -112,6 +112,7 @@ pub async fn insert_bulk(
                 catchup_policy: "none".parse().expect("policy"),
                 priority: 0,
                 max_run_seconds: None,
+                max_queued: None,
                 failure: kairos_store::schedules::FailurePolicy {
                     max_attempts: 1,
                     ..Default::default()

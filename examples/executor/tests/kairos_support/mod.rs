@@ -133,6 +133,15 @@ impl Kairos {
         .await
     }
 
+    /// Waits until run `key` is in `status` and returns it.
+    pub async fn reaches(&self, key: &str, status: RunStatus, executor: &mut Running) -> Run {
+        self.until("the run to reach its status", executor, || async {
+            let run = runs::get(&self.pool, key).await.expect("read run")?;
+            (run.status == status).then_some(run)
+        })
+        .await
+    }
+
     /// Every status report sent about `key` (heartbeats too), in the order sent, once the
     /// tap has seen `status` about `attempt` (it receives them beside kairos's stream, so
     /// it may lag the run's row by a moment).
@@ -293,6 +302,7 @@ async fn rust(kairos: &Kairos, executor_id: &str, heartbeat_every: Duration) -> 
         stream: "KAIROS_LAUNCH".into(),
         durable: "executor-under-test".into(),
         executor_id: executor_id.into(),
+        subject_prefix: "kairos".into(),
         heartbeat_every,
     };
     let client = async_nats::connect(kairos.server.url())

@@ -1,0 +1,74 @@
+//! Cancel requests to executors, from the outbox on `schedule_runs`: `CANCELLING` runs whose
+//! cancel message the stream has not acknowledged are published (right after the cancel is
+//! committed, and again by every sweep until the stream takes it, so a cancel asked for
+//! while NATS is down goes out once it is back), and `CANCELLING` runs with no confirmation
+//! within `cancel_timeout` become `CANCELLED`.
+
+use kairos_launcher::{CancelMessage, RunLauncher};
+use kairos_store::{cancel, Tx};
+
+use super::{Dispatcher, Result};
+
+/// Cancel messages published per call.
+const CANCELS_PER_CALL: i64 = 500;
+
+impl<L: RunLauncher> Dispatcher<L> {
+    /// Publishes the cancel messages not sent yet (locked while publishing, like a claim: a
+    /// killed sender leaves them for the next, and the message id de-duplicates a second
+    /// copy). Returns how many the stream acknowledged.
+    ///
+    /// # Errors
+    /// [`super::Error::Store`] when a statement fails.
+    pub async fn send_cancels(&self) -> Result<usize> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let runs = cancel::unsent(&mut tx, CANCELS_PER_CALL).await?;
+        if runs.is_empty() {
+            return Ok(0);
+        }
+        let messages: Vec<CancelMessage> = runs
+            .iter()
+            .map(|run| CancelMessage {
+                idempotency_key: run.idempotency_key.clone(),
+                run_id: run.run_id.clone(),
+                attempt: u32::try_from(run.attempt).unwrap_or(1),
+                reason: run.reason.clone(),
+                workflow_id: run.workflow_id.clone(),
+            })
+            .collect();
+        let acks = self.launcher.cancel(&messages).await;
+        let sent: Vec<String> = runs
+            .iter()
+            .zip(&acks)
+            .filter(|(_, ack)| ack.is_ok())
+            .map(|(run, _)| run.idempotency_key.clone())
+            .collect();
+        if sent.len() < runs.len() {
+            tracing::warn!(
+                unsent = runs.len() - sent.len(),
+                "cancel messages not acknowledged; re-sent by the next sweep"
+            );
+        }
+        let now = kairos_store::now(&mut *tx, None).await?;
+        cancel::mark_sent(&mut tx, &sent, now).await?;
+        tx.commit().await?;
+        for key in &sent {
+            tracing::info!(key = %key, "cancel message sent to executors");
+        }
+        Ok(sent.len())
+    }
+
+    /// `CANCELLING` runs unconfirmed past `cancel_timeout` become `CANCELLED`. Returns how
+    /// many.
+    pub(super) async fn time_out_cancels(&self) -> Result<usize> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let now = kairos_store::now(&mut *tx, None).await?;
+        let timeout_s = self.config.cancel_timeout.as_secs_f64();
+        let keys = cancel::time_out(&mut tx, now, timeout_s).await?;
+        tx.commit().await?;
+        for key in &keys {
+            tracing::warn!(key = %key, timeout_s,
+                "cancel not confirmed by the executor in time; run cancelled");
+        }
+        Ok(keys.len())
+    }
+}

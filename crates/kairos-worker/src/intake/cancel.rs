@@ -1,0 +1,37 @@
+//! Operator cancel of a run (`POST /runs/{key}/cancel`): the store moves the run in one
+//! statement (`kairos_store::cancel`), and a run that became `CANCELLING` has its cancel
+//! message published at once by this instance's dispatcher when it has one; otherwise, or
+//! when NATS cannot take it now, the next sweep of any dispatcher sends it.
+
+use kairos_store::cancel::{self, Cancel};
+use kairos_store::Tx;
+
+use super::{Intake, Result};
+
+/// Longest operator reason.
+pub const MAX_REASON_TEXT: usize = 1000;
+
+impl Intake {
+    /// Cancels the run `key`: see [`kairos_store::cancel`] for what each status becomes.
+    /// `reason` is the operator's (written on the run after "cancelled by an operator").
+    ///
+    /// # Errors
+    /// [`super::Error::Store`]: nothing was recorded.
+    pub async fn cancel(&self, key: &str, reason: Option<&str>) -> Result<Cancel> {
+        let reason = match reason {
+            Some(reason) => format!("cancelled by an operator: {reason}"),
+            None => "cancelled by an operator".to_string(),
+        };
+        let mut tx = Tx::begin(&self.pool).await?;
+        let done = cancel::request(&mut tx, key, &reason, None).await?;
+        tx.commit().await?;
+        tracing::info!(key, outcome = done.kind(), "cancel requested");
+        if let (Cancel::Cancelling(_), Some(dispatcher)) = (&done, self.dispatcher.get()) {
+            if let Err(err) = dispatcher.send_cancels_now().await {
+                tracing::warn!(key, error = %crate::error_chain(&err),
+                    "cancel message not sent yet; the sweep re-sends it");
+            }
+        }
+        Ok(done)
+    }
+}
