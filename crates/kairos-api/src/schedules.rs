@@ -35,7 +35,7 @@ pub(crate) async fn upsert(
     Ok((status, Json(UpsertAnswer::of(&upserted.schedule))).into_response())
 }
 
-/// `POST /schedules/pause`: `{schedule_id, paused}` → 204.
+/// `POST /schedules/pause`: `{schedule_id, paused, note?}` → 204.
 pub(crate) async fn pause(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
@@ -43,11 +43,15 @@ pub(crate) async fn pause(
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let schedule_id = fields.string("schedule_id", true);
     let paused = fields.boolean("paused", true);
+    let note = fields.string("note", false);
     bad_request(fields.finish())?;
     let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
         unreachable!("required fields are present when there is no problem");
     };
-    state.registrar.set_paused(&schedule_id, paused).await?;
+    state
+        .registrar
+        .set_paused_with_note(&schedule_id, paused, note.as_deref())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -66,9 +70,9 @@ pub(crate) async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleBody>, ApiError> {
     let view = state.registrar.get(&id).await?;
-    Ok(Json(
-        ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats),
-    ))
+    let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
+    body.waiting_on = view.waiting_on;
+    Ok(Json(body))
 }
 
 /// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.

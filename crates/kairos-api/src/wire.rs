@@ -62,17 +62,41 @@ pub(crate) struct ScheduleBody {
     pub roll: &'static str,
     pub dst_gap: Option<&'static str>,
     pub dst_fold: Option<&'static str>,
+    /// `{parent_schedule_id, on}` for a chained schedule (`@after`), else `null`.
+    pub chain: Option<ChainBody>,
+    pub max_runs: Option<i32>,
+    /// `max_runs` minus the scheduled runs created so far; `null` without `max_runs`.
+    pub remaining_runs: Option<i64>,
+    pub pause_note: Option<String>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// Why a chained schedule cannot fire (`GET /schedules/{id}` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<StatsBody>,
 }
 
+/// A chained schedule's parent and the outcome it waits for.
+#[derive(Debug, Serialize)]
+pub(crate) struct ChainBody {
+    pub parent_schedule_id: String,
+    pub on: &'static str,
+}
+
 impl ScheduleBody {
     pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
+        let chain = kairos_core::Spec::parse(&s.cron_expr)
+            .ok()
+            .and_then(|spec| spec.chain().cloned())
+            .map(|chain| ChainBody {
+                parent_schedule_id: chain.parent,
+                on: chain.on.as_str(),
+            });
+        let remaining_runs = s.remaining_runs();
         ScheduleBody {
             schedule_id: s.schedule_id,
             workflow_id: s.workflow_id,
@@ -110,6 +134,11 @@ impl ScheduleBody {
             dst_fold: s.rules.dst_fold.map(|f| f.as_str()),
             exclude: s.rules.exclude,
             exclude_calendars: s.rules.exclude_calendars,
+            chain,
+            max_runs: s.max_runs,
+            remaining_runs,
+            pause_note: s.pause_note,
+            waiting_on: None,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -196,6 +225,8 @@ pub(crate) struct RunBody {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub executor_id: Option<String>,
+    /// For a chained run: the key of the parent's run that fired it.
+    pub parent_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -225,6 +256,7 @@ impl RunBody {
             started_at: time(r.started_at),
             finished_at: time(r.finished_at),
             executor_id: r.executor_id,
+            parent_key: r.parent_key,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }
@@ -296,6 +328,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         start_timeout_s: fields.integer("start_timeout_s", false),
         revision: fields.integer("revision", false),
         rules: rules_input(fields),
+        max_runs: fields.integer("max_runs", false),
     }
 }
 

@@ -180,6 +180,9 @@ pub struct ScheduleInput {
     pub revision: Option<i64>,
     /// Exclusions, calendars, roll and DST policy.
     pub rules: RulesInput,
+    /// At least 1: after this many scheduled runs the schedule is exhausted; absent: no
+    /// limit. Manual, backfill and chain runs do not count.
+    pub max_runs: Option<i64>,
 }
 
 /// `retry_backoff` as sent.
@@ -211,6 +214,7 @@ pub(crate) struct Checked {
     pub max_run_seconds: Option<i32>,
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
+    pub max_runs: Option<i32>,
     pub rules: CheckedRules,
     /// The named calendars, once resolved against the store ([`Checked::resolve`]).
     pub calendars: Vec<Arc<NamedCalendar>>,
@@ -343,6 +347,13 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         1,
         i32::MAX.into(),
     );
+    let max_runs = ranged(
+        &mut problems,
+        "max_runs",
+        input.max_runs,
+        1,
+        i32::MAX.into(),
+    );
     let failure = failure_policy(&mut problems, input);
     // A name over the bound was refused above and is not echoed again.
     fn short(value: &Option<String>) -> Option<&str> {
@@ -377,6 +388,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             max_run_seconds: max_run.map(narrow),
             failure: failure.unwrap_or_default(),
             revision: input.revision,
+            max_runs: max_runs.map(narrow),
             rules,
             calendars: Vec::new(),
         }),

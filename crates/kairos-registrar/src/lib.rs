@@ -18,6 +18,7 @@
 mod apply;
 mod attempts;
 mod calendars;
+mod chains;
 pub mod dag;
 mod error;
 mod input;
@@ -40,7 +41,9 @@ pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
+pub use schedules::{
+    Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
+};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 
 use chrono::{DateTime, Utc};

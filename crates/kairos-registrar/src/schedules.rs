@@ -23,6 +23,8 @@ const DELETED: &str = "schedule deleted";
 const PREVIEW_TICKS: usize = 5;
 /// Largest page of [`Registrar::list`] and [`Registrar::runs`].
 pub const LIST_LIMIT_MAX: i64 = 1000;
+/// Longest pause note, in characters.
+pub const MAX_PAUSE_NOTE_CHARS: usize = 1000;
 /// Most fire times [`Registrar::preview`] returns.
 const PREVIEW_MAX: i64 = 100;
 
@@ -45,6 +47,8 @@ pub struct ScheduleView {
     /// Last fire, last status, missed and skipped ticks, and why the last tick that did
     /// not launch did not (over the newest [`stats::DEFAULT_WINDOW`] runs).
     pub stats: ScheduleStats,
+    /// Why a chained schedule cannot fire now (its parent is gone); `None` otherwise.
+    pub waiting_on: Option<String>,
 }
 
 /// One page of [`Registrar::list`].
@@ -98,6 +102,7 @@ impl Registrar {
         let calendars = rules::load(&mut tx, &checked.rules.stored.exclude_calendars).await?;
         checked.resolve(&calendars).map_err(Error::Invalid)?;
         let now = self.now(&mut tx).await?;
+        crate::chains::check(&mut tx, std::slice::from_ref(&checked), &[], |_| None).await?;
         let existing = store::get(&mut *tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
             .map_err(|err| plan_error(err, &checked.schedule_id))?;
@@ -116,25 +121,51 @@ impl Registrar {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::Conflict`] on a concurrent write; [`Error::Store`].
     pub async fn set_paused(&self, schedule_id: &str, paused: bool) -> Result<Schedule> {
+        self.set_paused_with_note(schedule_id, paused, None).await
+    }
+
+    /// [`Registrar::set_paused`] with a note saying why (at most [`MAX_PAUSE_NOTE_CHARS`]
+    /// characters), shown until resume; resume clears it. Pausing a paused schedule with
+    /// another note replaces the note.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a note that is too long; as [`Registrar::set_paused`].
+    pub async fn set_paused_with_note(
+        &self,
+        schedule_id: &str,
+        paused: bool,
+        note: Option<&str>,
+    ) -> Result<Schedule> {
         check_id(schedule_id)?;
+        if let Some(note) = note {
+            let mut problems = Vec::new();
+            if !input::within(&mut problems, "note", note, MAX_PAUSE_NOTE_CHARS) {
+                return Err(Error::Invalid(problems));
+            }
+        }
+        let note = note.filter(|_| paused);
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let stored = store::get(&mut *tx, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        if stored.paused == paused {
+        if stored.paused == paused && (!paused || note.is_none() || stored.pause_note.as_deref() == note) {
             return Ok(stored);
         }
         let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
         let timetable = timetable_of(&mut tx, &stored).await?;
+        let exhausted = stored.remaining_runs() == Some(0);
         let next_run_at = match (&timetable, paused) {
+            (Some(_), false) if exhausted => None,
             (Some(timetable), false) => timetable.first_at_or_after(now),
             _ => stored.next_run_at,
         };
+        let note = note.or(stored.pause_note.as_deref().filter(|_| stored.paused));
         let written = store::set_paused(
             &mut *tx,
             schedule_id,
             paused,
+            note,
             next_run_at,
             stored.revision,
             now,
@@ -208,10 +239,12 @@ impl Registrar {
             None => Vec::new(),
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
+        let waiting_on = crate::chains::waiting_on(&mut conn, &schedule.cron_expr).await?;
         Ok(ScheduleView {
             schedule,
             preview,
             stats,
+            waiting_on,
         })
     }
 

@@ -95,8 +95,6 @@ impl Registrar {
         let ids: Vec<String> = checked.iter().map(|c| c.schedule_id.clone()).collect();
         let existing = store::for_sync(&mut *tx, &input.workflow_id, &ids).await?;
         resolve_all(&mut tx, &mut checked).await?;
-        let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
-        let schedules = apply::apply(&mut tx, plans, now).await?;
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let stale: Vec<String> = existing
             .iter()
@@ -105,6 +103,12 @@ impl Registrar {
             })
             .map(|s| s.schedule_id.clone())
             .collect();
+        crate::chains::check(&mut tx, &checked, &stale, |index| {
+            Some(format!("schedules[{index}]"))
+        })
+        .await?;
+        let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
+        let schedules = apply::apply(&mut tx, plans, now).await?;
         let removed = store::delete_many(&mut *tx, &stale).await?;
         runs::cancel_unpublished(&mut *tx, &removed, REMOVED, now).await?;
         tx.commit().await?;

@@ -56,6 +56,8 @@ pub struct Run {
     pub finished_at: Option<DateTime<Utc>>,
     /// The executor that reported on it.
     pub executor_id: Option<String>,
+    /// For a chained run (source `chain`): the key of the parent's run that fired it.
+    pub parent_key: Option<String>,
     /// When the row was written.
     pub created_at: DateTime<Utc>,
     /// When the row last changed.
@@ -67,7 +69,7 @@ pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
     reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
-    created_at, updated_at";
+    parent_key, created_at, updated_at";
 
 /// A run row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
