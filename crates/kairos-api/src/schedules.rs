@@ -15,17 +15,24 @@ use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
 use crate::error::ApiError;
-use crate::wire::{rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
+use crate::wire::{dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
 use crate::AppState;
 
-/// `POST /schedules/upsert`: 201 when created, 200 when updated (or unchanged).
+/// `POST /schedules/upsert[?dry_run=true]`: 201 when created, 200 when updated (or
+/// unchanged); a dry-run answers 200 with what it would do and stores nothing.
 pub(crate) async fn upsert(
     State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let dry_run = dry_run(params)?;
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let input = schedule_input(&mut fields, None);
     bad_request(fields.finish())?;
+    if dry_run {
+        let dry = state.registrar.upsert_dry_run(&input).await?;
+        return Ok((StatusCode::OK, Json(dry_run_body(dry))).into_response());
+    }
     let upserted = state.registrar.upsert(&input).await?;
     let status = if upserted.created {
         StatusCode::CREATED
@@ -179,6 +186,14 @@ fn note_json(note: TickNote) -> Value {
         None => {}
     }
     body
+}
+
+/// The `dry_run` query parameter (default false); any other parameter is refused.
+pub(crate) fn dry_run(params: HashMap<String, String>) -> Result<bool, ApiError> {
+    let mut query = body::Query::new(params);
+    let dry_run = query.boolean("dry_run").unwrap_or(false);
+    query.finish()?;
+    Ok(dry_run)
 }
 
 /// Problems found while reading a request are a 400 before anything else runs.

@@ -424,3 +424,26 @@ pub(crate) fn schedule_list(
         })
         .collect()
 }
+
+/// The answer of a dry-run (`?dry_run=true` on an upsert or a deploy): what the change would
+/// do per schedule; nothing was stored.
+pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
+    let schedules: Vec<Value> = dry
+        .schedules
+        .into_iter()
+        .map(|one| {
+            serde_json::json!({
+                "schedule_id": one.schedule_id,
+                "change": one.change.as_str(),
+                "next_fire_times_before": one.before.into_iter().map(rfc3339).collect::<Vec<_>>(),
+                "next_fire_times_after": one.after.into_iter().map(rfc3339).collect::<Vec<_>>(),
+                "runs_cancelled": one.runs_cancelled,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "dry_run": true,
+        "workflow_created": dry.workflow_created,
+        "schedules": schedules,
+    })
+}

@@ -60,9 +60,9 @@ pub(crate) fn plan(
     let created_at = existing.map_or(now, |stored| stored.created_at);
     let timetable = checked.timetable(created_at);
     let mut write = to_write(checked, existing, created_at);
-    let exhausted = checked.max_runs.is_some_and(|max| {
-        existing.is_some_and(|stored| stored.scheduled_runs >= i64::from(max))
-    });
+    let exhausted = checked
+        .max_runs
+        .is_some_and(|max| existing.is_some_and(|stored| stored.scheduled_runs >= i64::from(max)));
     // A chained schedule (`@after`) has no ticks: its runs come from its parent's, so it
     // keeps next_run_at NULL and is never claimed by a planner.
     let first = |timetable: &Timetable| {

@@ -67,9 +67,7 @@ pub(crate) async fn check(
                 field,
                 format!("@after {parent}: a schedule cannot be chained after itself"),
             ));
-        } else if gone.contains(parent)
-            || !(written.contains(parent) || stored.contains(parent))
-        {
+        } else if gone.contains(parent) || !(written.contains(parent) || stored.contains(parent)) {
             problems.push(Problem::new(
                 field,
                 format!("@after {parent}: the parent schedule {parent:?} does not exist"),

@@ -13,6 +13,9 @@
 //! - [`Registrar::trigger`] (run now, keyed on a request id) and [`Registrar::backfill`]
 //!   (a range of ticks with the planner's keys).
 //!
+//! - [`Registrar::upsert_dry_run`], [`Registrar::put_workflow_dry_run`]: the same writes in a
+//!   transaction that is rolled back, answering what they would do.
+//!
 //! Every error means nothing changed: each call is one transaction.
 
 mod apply;
@@ -20,6 +23,7 @@ mod attempts;
 mod calendars;
 mod chains;
 pub mod dag;
+mod dry_run;
 mod error;
 mod input;
 mod rules;
@@ -29,6 +33,7 @@ mod workflows;
 
 pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
 pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
+pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
 pub use input::{
     derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings,

@@ -97,18 +97,28 @@ impl Registrar {
     /// [`Error::Invalid`] naming every bad field; [`Error::Conflict`] when `revision` is
     /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
     pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
-        let mut checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
+        let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
         let mut tx = Tx::begin(&self.pool).await?;
-        let calendars = rules::load(&mut tx, &checked.rules.stored.exclude_calendars).await?;
+        let upserted = self.upsert_in(&mut tx, checked).await?;
+        tx.commit().await?;
+        Ok(upserted)
+    }
+
+    /// The writes of [`Registrar::upsert`] in the caller's transaction (a dry-run drops it).
+    pub(crate) async fn upsert_in(
+        &self,
+        tx: &mut Tx,
+        mut checked: input::Checked,
+    ) -> Result<Upserted> {
+        let calendars = rules::load(tx, &checked.rules.stored.exclude_calendars).await?;
         checked.resolve(&calendars).map_err(Error::Invalid)?;
-        let now = self.now(&mut tx).await?;
-        crate::chains::check(&mut tx, std::slice::from_ref(&checked), &[], |_| None).await?;
-        let existing = store::get(&mut *tx, &checked.schedule_id).await?;
+        let now = self.now(tx).await?;
+        crate::chains::check(tx, std::slice::from_ref(&checked), &[], |_| None).await?;
+        let existing = store::get(&mut **tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
             .map_err(|err| plan_error(err, &checked.schedule_id))?;
         let created = matches!(plan, Plan::New(..));
-        let mut stored = apply::apply(&mut tx, vec![plan], now).await?;
-        tx.commit().await?;
+        let mut stored = apply::apply(tx, vec![plan], now).await?;
         Ok(Upserted {
             schedule: stored.pop().expect("one plan, one row"),
             created,
@@ -149,7 +159,9 @@ impl Registrar {
         let stored = store::get(&mut *tx, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        if stored.paused == paused && (!paused || note.is_none() || stored.pause_note.as_deref() == note) {
+        if stored.paused == paused
+            && (!paused || note.is_none() || stored.pause_note.as_deref() == note)
+        {
             return Ok(stored);
         }
         let paused_since = store::paused_at(&mut *tx, schedule_id).await?;

@@ -287,3 +287,21 @@ pub async fn count(db: impl PgExecutor<'_>) -> Result<i64> {
         .fetch_one(db)
         .await?)
 }
+
+/// How many runs of each of `schedule_ids` are not yet published (`PENDING` or `QUEUED`):
+/// what a dry-run compares before and after a change to say how many it would cancel.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn unpublished_counts(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "select schedule_id, count(*) from schedule_runs \
+         where schedule_id = any($1) and status in ('PENDING', 'QUEUED') group by schedule_id",
+    )
+    .bind(schedule_ids)
+    .fetch_all(db)
+    .await?)
+}

@@ -59,7 +59,11 @@ async fn launch(pool: &PgPool, dispatcher: &Dispatcher<kairos_launcher::NatsLaun
     run(pool, key, "a", -0.1).await;
     drain(dispatcher).await;
     let run = runs::get(pool, key).await.expect("read").expect("run");
-    assert_eq!(run.status, RunStatus::Enqueued, "the parent run is published");
+    assert_eq!(
+        run.status,
+        RunStatus::Enqueued,
+        "the parent run is published"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,9 +101,7 @@ async fn a_child_on_success_runs_once_per_successful_parent_run_and_never_after_
         .expect("read")
         .expect("child");
     assert_eq!(child_now.status, RunStatus::Enqueued);
-    assert!(stream_ids(&launcher)
-        .await
-        .contains(&child.idempotency_key));
+    assert!(stream_ids(&launcher).await.contains(&child.idempotency_key));
 
     // 50 repeated SUCCESS callbacks create nothing new.
     for _ in 0..50 {
@@ -118,7 +120,11 @@ async fn a_child_on_success_runs_once_per_successful_parent_run_and_never_after_
     .await;
     let parent = runs::get(&pool, &failed).await.expect("read").expect("run");
     assert!(parent.dead_lettered_at.is_some(), "the failure is final");
-    assert_eq!(runs_of(&pool, "b").await.len(), 1, "no child after a failure");
+    assert_eq!(
+        runs_of(&pool, "b").await.len(),
+        1,
+        "no child after a failure"
+    );
 
     // A second success fires a second child run.
     let ok2 = key(3);
@@ -157,31 +163,45 @@ async fn a_child_on_failure_fires_only_after_the_final_failure() {
 
     let k = key(1);
     launch(&pool, &dispatcher, &k).await;
-    let failure = |attempt: u32| {
-        json!({"status": "FAILED", "attempt": attempt, "executor_id": "e1", "error": "boom"})
-    };
+    let failure = |attempt: u32| json!({"status": "FAILED", "attempt": attempt, "executor_id": "e1", "error": "boom"});
     report(&intake, &k, failure(1)).await;
     let retrying = runs::get(&pool, &k).await.expect("read").expect("run");
     assert_eq!(retrying.status, RunStatus::Retrying);
-    assert!(runs_of(&pool, "on-fail").await.is_empty(), "a retried failure is not final");
+    assert!(
+        runs_of(&pool, "on-fail").await.is_empty(),
+        "a retried failure is not final"
+    );
     assert!(runs_of(&pool, "on-any").await.is_empty());
 
-    until(Duration::from_secs(10), "attempt 2 is published", || async {
-        drain(&dispatcher).await;
-        let run = runs::get(&pool, &k).await.expect("read").expect("run");
-        (run.status, run.attempt) == (RunStatus::Enqueued, 2)
-    })
+    until(
+        Duration::from_secs(10),
+        "attempt 2 is published",
+        || async {
+            drain(&dispatcher).await;
+            let run = runs::get(&pool, &k).await.expect("read").expect("run");
+            (run.status, run.attempt) == (RunStatus::Enqueued, 2)
+        },
+    )
     .await;
     report(&intake, &k, failure(2)).await;
     let on_fail = runs_of(&pool, "on-fail").await;
     assert_eq!(on_fail.len(), 1, "the final failure fires the child");
     assert_eq!(on_fail[0].parent_key.as_deref(), Some(k.as_str()));
-    assert_eq!(runs_of(&pool, "on-any").await.len(), 1, "always includes failure");
+    assert_eq!(
+        runs_of(&pool, "on-any").await.len(),
+        1,
+        "always includes failure"
+    );
 
     // A success fires `always` but not `on failure`.
     let ok = key(2);
     launch(&pool, &dispatcher, &ok).await;
-    report(&intake, &ok, json!({"status": "SUCCESS", "executor_id": "e1"})).await;
+    report(
+        &intake,
+        &ok,
+        json!({"status": "SUCCESS", "executor_id": "e1"}),
+    )
+    .await;
     assert_eq!(runs_of(&pool, "on-fail").await.len(), 1);
     assert_eq!(runs_of(&pool, "on-any").await.len(), 2);
 }
@@ -203,7 +223,10 @@ async fn a_paused_child_or_a_deleted_parent_fires_nothing_and_get_says_why() {
     let k1 = key(1);
     launch(&pool, &dispatcher, &k1).await;
     report(&intake, &k1, success.clone()).await;
-    assert!(runs_of(&pool, "b").await.is_empty(), "a paused child does not fire");
+    assert!(
+        runs_of(&pool, "b").await.is_empty(),
+        "a paused child does not fire"
+    );
     registrar.set_paused("b", false).await.expect("resume");
 
     // The parent is deleted while one of its runs is in flight.
@@ -212,10 +235,16 @@ async fn a_paused_child_or_a_deleted_parent_fires_nothing_and_get_says_why() {
     assert_eq!(registrar.get("b").await.expect("get").waiting_on, None);
     registrar.delete("a").await.expect("delete a");
     report(&intake, &k2, success).await;
-    assert!(runs_of(&pool, "b").await.is_empty(), "a deleted parent fires nothing");
+    assert!(
+        runs_of(&pool, "b").await.is_empty(),
+        "a deleted parent fires nothing"
+    );
     let view = registrar.get("b").await.expect("get b");
     let why = view.waiting_on.expect("GET says why b waits");
-    assert!(why.contains("parent schedule \"a\" does not exist"), "{why}");
+    assert!(
+        why.contains("parent schedule \"a\" does not exist"),
+        "{why}"
+    );
     assert_eq!(view.schedule.next_run_at, None);
     let (n,): (i64,) = sqlx::query_as("select count(*) from schedule_runs where source = 'chain'")
         .fetch_one(&pool)

@@ -21,7 +21,10 @@ async fn max_runs_2_fires_exactly_twice_then_the_schedule_is_exhausted() {
     let mut limited = input("s1", "*/10 * * * * *");
     limited.max_runs = Some(2);
     let stored = upsert(&pool, T0, limited.clone()).await;
-    assert_eq!((stored.max_runs, stored.remaining_runs()), (Some(2), Some(2)));
+    assert_eq!(
+        (stored.max_runs, stored.remaining_runs()),
+        (Some(2), Some(2))
+    );
 
     // A manual trigger is not a scheduled run: it does not count.
     registrar(&pool, T0)
@@ -47,7 +50,10 @@ async fn max_runs_2_fires_exactly_twice_then_the_schedule_is_exhausted() {
         "exactly the first two ticks"
     );
     assert_eq!(all.len(), 3, "two scheduled runs and the manual one");
-    let row = schedules::get(&pool, "s1").await.expect("read").expect("s1");
+    let row = schedules::get(&pool, "s1")
+        .await
+        .expect("read")
+        .expect("s1");
     assert_eq!(row.next_run_at, None, "exhausted");
     assert_eq!(row.remaining_runs(), Some(0));
 
@@ -86,7 +92,10 @@ async fn racing_planners_never_exceed_max_runs() {
     for i in 0..40 {
         let id = format!("s{i}");
         assert_eq!(runs_of(&pool, &id).await.len(), 7, "{id}");
-        let row = schedules::get(&pool, &id).await.expect("read").expect("row");
+        let row = schedules::get(&pool, &id)
+            .await
+            .expect("read")
+            .expect("row");
         assert_eq!((row.next_run_at, row.remaining_runs()), (None, Some(0)));
     }
 }

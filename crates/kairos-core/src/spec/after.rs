@@ -59,7 +59,11 @@ pub(super) fn parse(rest: &str) -> Result<Chain, SpecError> {
                 "success" => ChainOn::Success,
                 "failure" => ChainOn::Failure,
                 "always" => ChainOn::Always,
-                _ => return Err(after("the outcome after `on` must be success, failure or always")),
+                _ => {
+                    return Err(after(
+                        "the outcome after `on` must be success, failure or always",
+                    ))
+                }
             };
             (*parent, on)
         }

@@ -11,8 +11,8 @@ mod syntax;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-pub(crate) use calendar::{Calendar, Days, WallGap};
 pub use after::{Chain, ChainOn};
+pub(crate) use calendar::{Calendar, Days, WallGap};
 pub use error::{CronField, SpecError};
 
 /// First year a schedule can fire in.
