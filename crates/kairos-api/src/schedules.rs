@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use kairos_core::{DstNote, Occurrence, TickNote};
+use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
 use kairos_registrar::{PreviewInput, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
 use serde_json::{json, Value};
@@ -71,15 +71,26 @@ pub(crate) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /schedules/{id}`: the schedule, its next five fire times and its statistics.
+/// `GET /schedules/{id}[?explain=true]`: the schedule, its next five fire times (each
+/// explained with `explain=true`) and its statistics.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<ScheduleBody>, ApiError> {
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut query = body::Query::new(params);
+    let explain = query.boolean("explain").unwrap_or(false);
+    query.finish()?;
     let view = state.registrar.get(&id).await?;
     let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
     body.waiting_on = view.waiting_on;
-    Ok(Json(body))
+    // A plain struct of strings, numbers and options: serializing it cannot fail.
+    let mut answer = json!(body);
+    if explain {
+        let explained: Vec<Value> = view.explained.into_iter().map(tick_json).collect();
+        answer["explained_preview"] = json!(explained);
+    }
+    Ok(Json(answer))
 }
 
 /// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.
@@ -136,7 +147,10 @@ pub(crate) async fn preview(
         count: fields.integer("count", false),
         after: fields.time("after", false),
         rules: rules_input(&mut fields),
+        schedule_id: fields.string("schedule_id", false),
+        jitter_ms: fields.integer("jitter_ms", false),
     };
+    let explain = fields.boolean("explain", false).unwrap_or(false);
     bad_request(fields.finish())?;
     let preview = state.registrar.preview_explained(&input).await?;
     let rfc3339 = kairos_registrar::rfc3339;
@@ -147,9 +161,29 @@ pub(crate) async fn preview(
         .map(|e| json!({ "at": rfc3339(e.at), "by": e.by.to_string() }))
         .collect();
     let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
-    Ok(Json(
-        json!({ "fire_times": times, "excluded": excluded, "explained": explained }),
-    ))
+    let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
+    if explain {
+        let ticks: Vec<Value> = preview.ticks.into_iter().map(tick_json).collect();
+        let outside: Vec<Value> = preview
+            .outside_window
+            .into_iter()
+            .map(|o| json!({ "at": rfc3339(o.at), "why": o.side.as_str() }))
+            .collect();
+        answer["ticks"] = json!(ticks);
+        answer["outside_window"] = json!(outside);
+    }
+    Ok(Json(answer))
+}
+
+/// One upcoming time explained: `{at, wall_time, utc_offset, fire_at, jitter_ms,
+/// rolled_from?, dst?}` (`dst` as in `explained`).
+fn tick_json(tick: TickExplained) -> Value {
+    let mut body = note_json(tick.note.clone());
+    body["wall_time"] = json!(tick.wall.format("%Y-%m-%dT%H:%M:%S").to_string());
+    body["utc_offset"] = json!(tick.utc_offset());
+    body["fire_at"] = json!(kairos_registrar::rfc3339(tick.fire_at));
+    body["jitter_ms"] = json!(tick.jitter.num_milliseconds());
+    body
 }
 
 /// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.

@@ -455,3 +455,127 @@ async fn a_dry_run_deploy_reports_each_schedule_and_changes_no_row() {
     assert_eq!(answer["schedules"][3]["next_fire_times_after"], json!([]));
     assert_eq!(snapshot(&pool).await, before, "a dry-run changes no row");
 }
+
+async fn preview(api: &Router, body: Value) -> Value {
+    let (status, _, answer) = call(
+        api,
+        Method::POST,
+        "/schedules/preview",
+        Some(READER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer
+}
+
+#[tokio::test]
+async fn an_explained_preview_marks_dst_gap_shifts_repeated_hours_jitter_and_the_window() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    // New York springs forward on 2026-03-08 at 02:00: 02:30 does not exist that day.
+    let gap = preview(
+        &api,
+        json!({"cron_expr": "30 2 * * *", "timezone": "America/New_York", "count": 2,
+               "after": "2026-03-07T12:00:00Z", "explain": true}),
+    )
+    .await;
+    let first = &gap["ticks"][0];
+    assert_eq!(first["at"], "2026-03-08T07:00:00Z", "{gap}");
+    assert_eq!(first["wall_time"], "2026-03-08T03:00:00");
+    assert_eq!(first["utc_offset"], "-04:00");
+    assert_eq!(first["dst"]["rule"], "dst_gap=shift");
+    assert_eq!(first["dst"]["wall_time"], "2026-03-08T02:30:00");
+    let second = &gap["ticks"][1];
+    assert_eq!(
+        (
+            second["wall_time"].clone(),
+            second["utc_offset"].clone(),
+            second.get("dst")
+        ),
+        (json!("2026-03-09T02:30:00"), json!("-04:00"), None)
+    );
+
+    // It falls back on 2026-11-01 at 02:00: 01:30 happens twice.
+    let fold = preview(
+        &api,
+        json!({"cron_expr": "30 1 * * *", "timezone": "America/New_York", "count": 2,
+               "after": "2026-10-31T12:00:00Z", "dst_fold": "both", "explain": true}),
+    )
+    .await;
+    let passes: Vec<(Value, Value, Value)> = fold["ticks"]
+        .as_array()
+        .expect("ticks")
+        .iter()
+        .map(|t| {
+            (
+                t["at"].clone(),
+                t["utc_offset"].clone(),
+                t["dst"]["occurrence"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        passes,
+        vec![
+            (
+                json!("2026-11-01T05:30:00Z"),
+                json!("-04:00"),
+                json!("first")
+            ),
+            (
+                json!("2026-11-01T06:30:00Z"),
+                json!("-05:00"),
+                json!("second")
+            ),
+        ],
+        "{fold}"
+    );
+
+    // Jitter: the offset the planner gives the schedule's run of each tick.
+    let jittered = preview(
+        &api,
+        json!({"cron_expr": "0 * * * *", "timezone": "UTC", "count": 3, "schedule_id": "s",
+               "jitter_ms": 600000, "after": NOW, "end_at": "2026-03-08T15:00:00Z",
+               "explain": true}),
+    )
+    .await;
+    for tick in jittered["ticks"].as_array().expect("ticks") {
+        let at = ts(tick["at"].as_str().expect("at"));
+        let offset = kairos_core::jitter_offset(&RunKey::tick("s", at), 600_000);
+        assert_eq!(
+            tick["jitter_ms"],
+            json!(offset.num_milliseconds()),
+            "{tick}"
+        );
+        assert_eq!(
+            tick["fire_at"],
+            json!(kairos_registrar::rfc3339(at + offset))
+        );
+    }
+    assert!(
+        jittered["ticks"]
+            .as_array()
+            .expect("ticks")
+            .iter()
+            .any(|t| t["jitter_ms"] != json!(0)),
+        "{jittered}"
+    );
+    assert_eq!(
+        jittered["outside_window"],
+        json!([{"at": "2026-03-08T16:00:00Z", "why": "after end_at"}])
+    );
+
+    // GET explains a stored schedule's preview on request (the day before the gap).
+    let api = router(pool.clone(), "2026-03-07T12:00:00Z");
+    let mut stored = body("ny", "30 2 * * *");
+    stored["timezone"] = json!("America/New_York");
+    upsert(&api, stored).await;
+    let plain = get(&api, "/schedules/ny").await;
+    assert_eq!(plain.get("explained_preview"), None);
+    let explained = get(&api, "/schedules/ny?explain=true").await;
+    let first = &explained["explained_preview"][0];
+    assert_eq!(first["at"], "2026-03-08T07:00:00Z", "{explained}");
+    assert_eq!(first["dst"]["rule"], "dst_gap=shift");
+}

@@ -41,8 +41,8 @@ pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_W
 pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{
-    DstNote, Excluded, MinGap, Occurrence, RuleSource, TickNote, Ticks, Timetable,
-    MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
+    DstNote, Excluded, MinGap, Occurrence, OutsideWindow, RuleSource, TickExplained, TickNote,
+    Ticks, Timetable, WindowSide, MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
 };
 pub use zone::{parse_zone, ZoneError};
 

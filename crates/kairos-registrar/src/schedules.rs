@@ -49,6 +49,8 @@ pub struct ScheduleView {
     pub stats: ScheduleStats,
     /// Why a chained schedule cannot fire now (its parent is gone); `None` otherwise.
     pub waiting_on: Option<String>,
+    /// The preview's times explained (wall time, UTC offset, DST or roll, jitter).
+    pub explained: Vec<kairos_core::TickExplained>,
 }
 
 /// One page of [`Registrar::list`].
@@ -77,6 +79,10 @@ pub struct PreviewInput {
     pub after: Option<DateTime<Utc>>,
     /// Exclusions, calendars, roll and DST policy, as in an upsert.
     pub rules: crate::RulesInput,
+    /// The schedule id the jitter is computed for (jitter comes from the run key).
+    pub schedule_id: Option<String>,
+    /// Jitter bound, `0..=3_600_000` ms; explained ticks show the offset each run gets.
+    pub jitter_ms: Option<i64>,
 }
 
 /// A preview with what the calendar rules did.
@@ -88,6 +94,10 @@ pub struct Preview {
     pub excluded: Vec<kairos_core::Excluded>,
     /// Fire times that were rolled or placed by a DST rule, with why.
     pub notes: Vec<kairos_core::TickNote>,
+    /// Every fire time explained: wall time, UTC offset, DST or roll note, jitter.
+    pub ticks: Vec<kairos_core::TickExplained>,
+    /// Times the spec has that the `[start_at, end_at]` window removes.
+    pub outside_window: Vec<kairos_core::OutsideWindow>,
 }
 
 impl Registrar {
@@ -240,15 +250,24 @@ impl Registrar {
         let schedule = store::get(&mut *conn, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        let preview = match timetable_of(&mut conn, &schedule).await? {
-            Some(timetable) => {
+        let jitter_ms = u32::try_from(schedule.jitter_ms).unwrap_or(0);
+        let exhausted = schedule.remaining_runs() == Some(0);
+        let (preview, explained) = match timetable_of(&mut conn, &schedule).await? {
+            Some(timetable) if !exhausted => {
                 let first = timetable.first_at_or_after(now);
                 let rest = first
                     .into_iter()
                     .flat_map(|first| timetable.ticks_after(first));
-                first.into_iter().chain(rest).take(PREVIEW_TICKS).collect()
+                let preview: Vec<DateTime<Utc>> =
+                    first.into_iter().chain(rest).take(PREVIEW_TICKS).collect();
+                let jitter = Some((schedule.schedule_id.as_str(), jitter_ms));
+                let explained = preview
+                    .iter()
+                    .map(|tick| timetable.describe(*tick, jitter))
+                    .collect();
+                (preview, explained)
             }
-            None => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
         let waiting_on = crate::chains::waiting_on(&mut conn, &schedule.cron_expr).await?;
@@ -257,6 +276,7 @@ impl Registrar {
             preview,
             stats,
             waiting_on,
+            explained,
         })
     }
 
@@ -341,7 +361,17 @@ impl Registrar {
         }
         let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
         let until = fire_times.last().copied().unwrap_or(after);
+        let jitter_ms = input
+            .jitter_ms
+            .and_then(|ms| u32::try_from(ms).ok())
+            .unwrap_or(0);
+        let jitter = Some((input.schedule_id.as_deref().unwrap_or(""), jitter_ms));
         Ok(Preview {
+            ticks: fire_times
+                .iter()
+                .map(|tick| timetable.describe(*tick, jitter))
+                .collect(),
+            outside_window: timetable.outside_window(after, count),
             excluded: timetable.excluded_between(after, until, PREVIEW_MAX as usize),
             notes: fire_times
                 .iter()
@@ -378,6 +408,22 @@ impl Registrar {
         )
         .then(|| check_zone(&input.timezone, &self.settings))
         .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
+        if let Some(ms) = input.jitter_ms {
+            if !(0..=i64::from(kairos_core::MAX_JITTER_MS)).contains(&ms) {
+                problems.push(Problem::new(
+                    "jitter_ms",
+                    format!(
+                        "{ms} is out of range: must be between 0 and {}",
+                        kairos_core::MAX_JITTER_MS
+                    ),
+                ));
+            }
+        }
+        if let Some(id) = &input.schedule_id {
+            if let Err(err) = kairos_core::validate_id("schedule_id", id) {
+                problems.push(Problem::new("schedule_id", err.to_string()));
+            }
+        }
         let count = input.count.unwrap_or(5);
         if !(1..=PREVIEW_MAX).contains(&count) {
             problems.push(Problem::new(

@@ -3,6 +3,7 @@
 //! one question the planner asks; exclusions, rolling and DST policy are applied inside it.
 
 mod days;
+mod describe;
 mod dst;
 mod explain;
 
@@ -14,6 +15,7 @@ use crate::spec::{Rule, Spec, WallGap, HORIZON_YEAR};
 use crate::{DstFold, DstGap, Roll};
 
 pub use days::MAX_ROLL_DAYS;
+pub use describe::{OutsideWindow, TickExplained, WindowSide};
 pub use explain::{DstNote, Excluded, Occurrence, RuleSource, TickNote};
 
 /// Most ticks in a row that exclusions may remove before the search gives up and the
