@@ -62,12 +62,14 @@ pub async fn claim_due(
     limit: i64,
 ) -> Result<Vec<DueSchedule>> {
     // The predicate repeats the partial index `schedules_due` so that it is used; the order
-    // makes the oldest backlog go first when more than `limit` are due.
+    // makes the oldest backlog go first when more than `limit` are due. `remaining_runs` is
+    // NULL without `max_runs` (`least` ignores a NULL argument, so it must stay outside the
+    // subtraction: `greatest(NULL, 0)` is 0, which would exhaust every unlimited schedule).
     Ok(sqlx::query_as(
         "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, jitter_ms, catchup_policy, created_at, exclude, \
          exclude_calendars, roll, dst_gap, dst_fold, \
-         greatest(max_runs - scheduled_runs, 0) as remaining_runs from schedules \
+         max_runs - least(scheduled_runs, max_runs) as remaining_runs from schedules \
          where not paused and next_run_at is not null and next_run_at <= $1 \
          order by next_run_at limit $2 for update skip locked",
     )
