@@ -36,9 +36,11 @@ pub(crate) async fn check(
         // Removing or replacing edges never makes a cycle.
         return Ok(());
     }
-    store::lock_chains(&mut **tx).await?;
-    let mut parent_of: HashMap<String, String> =
-        store::chain_edges(&mut **tx).await?.into_iter().collect();
+    kairos_store::chains::lock_chains(&mut **tx).await?;
+    let mut parent_of: HashMap<String, String> = kairos_store::chains::chain_edges(&mut **tx)
+        .await?
+        .into_iter()
+        .collect();
     for one in checked {
         parent_of.remove(&one.schedule_id);
         if let Some(chain) = one.spec.chain() {

@@ -12,6 +12,7 @@ pub use sqlx::PgPool;
 
 pub mod attempts;
 pub mod calendars;
+pub mod chains;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;
