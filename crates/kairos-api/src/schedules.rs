@@ -8,24 +8,31 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use kairos_core::{DstNote, Occurrence, TickNote};
+use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
 use kairos_registrar::{PreviewInput, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
 use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
 use crate::error::ApiError;
-use crate::wire::{rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
+use crate::wire::{dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
 use crate::AppState;
 
-/// `POST /schedules/upsert`: 201 when created, 200 when updated (or unchanged).
+/// `POST /schedules/upsert[?dry_run=true]`: 201 when created, 200 when updated (or
+/// unchanged); a dry-run answers 200 with what it would do and stores nothing.
 pub(crate) async fn upsert(
     State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let dry_run = dry_run(params)?;
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let input = schedule_input(&mut fields, None);
     bad_request(fields.finish())?;
+    if dry_run {
+        let dry = state.registrar.upsert_dry_run(&input).await?;
+        return Ok((StatusCode::OK, Json(dry_run_body(dry))).into_response());
+    }
     let upserted = state.registrar.upsert(&input).await?;
     let status = if upserted.created {
         StatusCode::CREATED
@@ -35,7 +42,7 @@ pub(crate) async fn upsert(
     Ok((status, Json(UpsertAnswer::of(&upserted.schedule))).into_response())
 }
 
-/// `POST /schedules/pause`: `{schedule_id, paused}` → 204.
+/// `POST /schedules/pause`: `{schedule_id, paused, note?}` → 204.
 pub(crate) async fn pause(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
@@ -43,11 +50,15 @@ pub(crate) async fn pause(
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let schedule_id = fields.string("schedule_id", true);
     let paused = fields.boolean("paused", true);
+    let note = fields.string("note", false);
     bad_request(fields.finish())?;
     let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
         unreachable!("required fields are present when there is no problem");
     };
-    state.registrar.set_paused(&schedule_id, paused).await?;
+    state
+        .registrar
+        .set_paused_with_note(&schedule_id, paused, note.as_deref())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -60,15 +71,26 @@ pub(crate) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /schedules/{id}`: the schedule, its next five fire times and its statistics.
+/// `GET /schedules/{id}[?explain=true]`: the schedule, its next five fire times (each
+/// explained with `explain=true`) and its statistics.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<ScheduleBody>, ApiError> {
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut query = body::Query::new(params);
+    let explain = query.boolean("explain").unwrap_or(false);
+    query.finish()?;
     let view = state.registrar.get(&id).await?;
-    Ok(Json(
-        ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats),
-    ))
+    let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
+    body.waiting_on = view.waiting_on;
+    // A plain struct of strings, numbers and options: serializing it cannot fail.
+    let mut answer = json!(body);
+    if explain {
+        let explained: Vec<Value> = view.explained.into_iter().map(tick_json).collect();
+        answer["explained_preview"] = json!(explained);
+    }
+    Ok(Json(answer))
 }
 
 /// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.
@@ -125,7 +147,10 @@ pub(crate) async fn preview(
         count: fields.integer("count", false),
         after: fields.time("after", false),
         rules: rules_input(&mut fields),
+        schedule_id: fields.string("schedule_id", false),
+        jitter_ms: fields.integer("jitter_ms", false),
     };
+    let explain = fields.boolean("explain", false).unwrap_or(false);
     bad_request(fields.finish())?;
     let preview = state.registrar.preview_explained(&input).await?;
     let rfc3339 = kairos_registrar::rfc3339;
@@ -136,9 +161,29 @@ pub(crate) async fn preview(
         .map(|e| json!({ "at": rfc3339(e.at), "by": e.by.to_string() }))
         .collect();
     let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
-    Ok(Json(
-        json!({ "fire_times": times, "excluded": excluded, "explained": explained }),
-    ))
+    let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
+    if explain {
+        let ticks: Vec<Value> = preview.ticks.into_iter().map(tick_json).collect();
+        let outside: Vec<Value> = preview
+            .outside_window
+            .into_iter()
+            .map(|o| json!({ "at": rfc3339(o.at), "why": o.side.as_str() }))
+            .collect();
+        answer["ticks"] = json!(ticks);
+        answer["outside_window"] = json!(outside);
+    }
+    Ok(Json(answer))
+}
+
+/// One upcoming time explained: `{at, wall_time, utc_offset, fire_at, jitter_ms,
+/// rolled_from?, dst?}` (`dst` as in `explained`).
+fn tick_json(tick: TickExplained) -> Value {
+    let mut body = note_json(tick.note.clone());
+    body["wall_time"] = json!(tick.wall.format("%Y-%m-%dT%H:%M:%S").to_string());
+    body["utc_offset"] = json!(tick.utc_offset());
+    body["fire_at"] = json!(kairos_registrar::rfc3339(tick.fire_at));
+    body["jitter_ms"] = json!(tick.jitter.num_milliseconds());
+    body
 }
 
 /// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.
@@ -175,6 +220,14 @@ fn note_json(note: TickNote) -> Value {
         None => {}
     }
     body
+}
+
+/// The `dry_run` query parameter (default false); any other parameter is refused.
+pub(crate) fn dry_run(params: HashMap<String, String>) -> Result<bool, ApiError> {
+    let mut query = body::Query::new(params);
+    let dry_run = query.boolean("dry_run").unwrap_or(false);
+    query.finish()?;
+    Ok(dry_run)
 }
 
 /// Problems found while reading a request are a 400 before anything else runs.

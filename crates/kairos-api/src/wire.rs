@@ -63,17 +63,41 @@ pub(crate) struct ScheduleBody {
     pub roll: &'static str,
     pub dst_gap: Option<&'static str>,
     pub dst_fold: Option<&'static str>,
+    /// `{parent_schedule_id, on}` for a chained schedule (`@after`), else `null`.
+    pub chain: Option<ChainBody>,
+    pub max_runs: Option<i32>,
+    /// `max_runs` minus the scheduled runs created so far; `null` without `max_runs`.
+    pub remaining_runs: Option<i64>,
+    pub pause_note: Option<String>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// Why a chained schedule cannot fire (`GET /schedules/{id}` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<StatsBody>,
 }
 
+/// A chained schedule's parent and the outcome it waits for.
+#[derive(Debug, Serialize)]
+pub(crate) struct ChainBody {
+    pub parent_schedule_id: String,
+    pub on: &'static str,
+}
+
 impl ScheduleBody {
     pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
+        let chain = kairos_core::Spec::parse(&s.cron_expr)
+            .ok()
+            .and_then(|spec| spec.chain().cloned())
+            .map(|chain| ChainBody {
+                parent_schedule_id: chain.parent,
+                on: chain.on.as_str(),
+            });
+        let remaining_runs = s.remaining_runs();
         ScheduleBody {
             schedule_id: s.schedule_id,
             workflow_id: s.workflow_id,
@@ -112,6 +136,11 @@ impl ScheduleBody {
             dst_fold: s.rules.dst_fold.map(|f| f.as_str()),
             exclude: s.rules.exclude,
             exclude_calendars: s.rules.exclude_calendars,
+            chain,
+            max_runs: s.max_runs,
+            remaining_runs,
+            pause_note: s.pause_note,
+            waiting_on: None,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -198,6 +227,8 @@ pub(crate) struct RunBody {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub executor_id: Option<String>,
+    /// For a chained run: the key of the parent's run that fired it.
+    pub parent_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -227,6 +258,7 @@ impl RunBody {
             started_at: time(r.started_at),
             finished_at: time(r.finished_at),
             executor_id: r.executor_id,
+            parent_key: r.parent_key,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }
@@ -299,6 +331,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         start_timeout_s: fields.integer("start_timeout_s", false),
         revision: fields.integer("revision", false),
         rules: rules_input(fields),
+        max_runs: fields.integer("max_runs", false),
     }
 }
 
@@ -393,4 +426,27 @@ pub(crate) fn schedule_list(
             input
         })
         .collect()
+}
+
+/// The answer of a dry-run (`?dry_run=true` on an upsert or a deploy): what the change would
+/// do per schedule; nothing was stored.
+pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
+    let schedules: Vec<Value> = dry
+        .schedules
+        .into_iter()
+        .map(|one| {
+            serde_json::json!({
+                "schedule_id": one.schedule_id,
+                "change": one.change.as_str(),
+                "next_fire_times_before": one.before.into_iter().map(rfc3339).collect::<Vec<_>>(),
+                "next_fire_times_after": one.after.into_iter().map(rfc3339).collect::<Vec<_>>(),
+                "runs_cancelled": one.runs_cancelled,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "dry_run": true,
+        "workflow_created": dry.workflow_created,
+        "schedules": schedules,
+    })
 }

@@ -2,7 +2,9 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -15,14 +17,17 @@ use crate::schedules::bad_request;
 use crate::wire::{schedule_list, UpsertAnswer};
 use crate::AppState;
 
-/// `PUT /workflows/{id}/versions/{v}`: `{dag, schedules?}`. 201 when the version is new,
-/// 200 when the same DAG was already stored (the schedule sync runs either way).
+/// `PUT /workflows/{id}/versions/{v}[?dry_run=true]`: `{dag, schedules?}`. 201 when the
+/// version is new, 200 when the same DAG was already stored (the schedule sync runs either
+/// way); a dry-run answers 200 with what it would do and stores nothing.
 pub(crate) async fn put(
     State(state): State<AppState>,
     Path((workflow_id, version)): Path<(String, String)>,
+    Query(params): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let version = parse_version(&version)?;
+    let dry_run = crate::schedules::dry_run(params)?;
     let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
     let dag = fields.value("dag", true);
     let items = fields.array("schedules", false);
@@ -34,6 +39,10 @@ pub(crate) async fn put(
         dag: dag.unwrap_or_default(),
         schedules,
     };
+    if dry_run {
+        let dry = state.registrar.put_workflow_dry_run(&input).await?;
+        return Ok((StatusCode::OK, Json(crate::wire::dry_run_body(dry))).into_response());
+    }
     let deployed = state.registrar.put_workflow(&input).await?;
     let status = if deployed.created {
         StatusCode::CREATED

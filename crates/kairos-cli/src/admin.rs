@@ -1,4 +1,5 @@
-//! `kairos schedules list|get|pause|resume|delete` and `kairos runs list|retry|cancel|dead-letters`: admin verbs over
+//! `kairos schedules list|get|pause|resume|delete|trigger|backfill|upsert` and `kairos runs
+//! list|retry|cancel|dead-letters`: admin verbs over
 //! the HTTP API, so they obey the same auth and validation as every other caller and show
 //! exactly what the API answers. `schedules get` prints every field of the answer (stats
 //! included) one per line and `runs list` a table (`show.rs`); `--json` prints the answer
@@ -120,6 +121,10 @@ enum Verb {
     Pause {
         /// The schedule id.
         id: String,
+        /// Why it is paused (at most 1,000 characters), shown by `get` and `list` until
+        /// resume.
+        #[arg(long)]
+        note: Option<String>,
     },
     /// Resume a paused schedule (from now on; the paused span is not caught up).
     Resume {
@@ -131,6 +136,42 @@ enum Verb {
         /// The schedule id.
         id: String,
     },
+    /// Run a schedule now, also while it is paused (`POST /schedules/{id}/trigger`).
+    Trigger {
+        /// The schedule id.
+        id: String,
+        /// Makes the request idempotent: the same id again creates no second run
+        /// (default: a new id per call).
+        #[arg(long)]
+        request_id: Option<String>,
+        /// This run's overlap policy instead of the schedule's (allow, skip, queue).
+        #[arg(long)]
+        overlap_policy: Option<String>,
+    },
+    /// Create the runs of every tick in [from, to] (`POST /schedules/{id}/backfill`).
+    Backfill {
+        /// The schedule id.
+        id: String,
+        /// First tick, RFC 3339.
+        #[arg(long)]
+        from: String,
+        /// Last tick, RFC 3339.
+        #[arg(long)]
+        to: String,
+        /// The runs' overlap policy (default queue: every tick runs, in tick order).
+        #[arg(long)]
+        overlap_policy: Option<String>,
+    },
+    /// Create or replace a schedule from a JSON upsert body (`POST /schedules/upsert`).
+    Upsert {
+        /// The JSON body, as `POST /schedules/upsert` takes it; `-` reads standard input.
+        #[arg(long)]
+        file: String,
+        /// Store nothing: print what the change would do (created, updated or unchanged,
+        /// fire times before and after, runs it would cancel).
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Runs one verb against the API.
@@ -138,7 +179,7 @@ enum Verb {
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let request = request(&args.verb);
+    let request = request(&args.verb)?;
     let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
     let text = match (&answer, &args.verb, args.json) {
         (None, ..) => "ok".to_string(),
@@ -254,9 +295,9 @@ pub(crate) async fn call(
 
 pub(crate) type Request = (Method, String, Vec<(&'static str, String)>, Option<Value>);
 
-fn request(verb: &Verb) -> Request {
+fn request(verb: &Verb) -> anyhow::Result<Request> {
     let pause = |id: &str, paused: bool| json!({ "schedule_id": id, "paused": paused });
-    match verb {
+    Ok(match verb {
         Verb::List {
             workflow_id,
             user_id,
@@ -280,12 +321,13 @@ fn request(verb: &Verb) -> Request {
             vec![],
             None,
         ),
-        Verb::Pause { id } => (
-            Method::POST,
-            "/schedules/pause".into(),
-            vec![],
-            Some(pause(id, true)),
-        ),
+        Verb::Pause { id, note } => {
+            let mut body = pause(id, true);
+            if let Some(note) = note {
+                body["note"] = json!(note);
+            }
+            (Method::POST, "/schedules/pause".into(), vec![], Some(body))
+        }
         Verb::Resume { id } => (
             Method::POST,
             "/schedules/pause".into(),
@@ -298,7 +340,60 @@ fn request(verb: &Verb) -> Request {
             vec![],
             None,
         ),
-    }
+        Verb::Trigger {
+            id,
+            request_id,
+            overlap_policy,
+        } => {
+            let request_id = request_id.clone().unwrap_or_else(new_request_id);
+            let mut body = json!({ "request_id": request_id });
+            if let Some(policy) = overlap_policy {
+                body["overlap_policy"] = json!(policy);
+            }
+            let path = format!("/schedules/{}/trigger", segment(id));
+            (Method::POST, path, vec![], Some(body))
+        }
+        Verb::Backfill {
+            id,
+            from,
+            to,
+            overlap_policy,
+        } => {
+            let mut body = json!({ "from": from, "to": to });
+            if let Some(policy) = overlap_policy {
+                body["overlap_policy"] = json!(policy);
+            }
+            let path = format!("/schedules/{}/backfill", segment(id));
+            (Method::POST, path, vec![], Some(body))
+        }
+        Verb::Upsert { file, dry_run } => {
+            let query = if *dry_run {
+                vec![("dry_run", "true".to_string())]
+            } else {
+                Vec::new()
+            };
+            let body = read_json(file)?;
+            (Method::POST, "/schedules/upsert".into(), query, Some(body))
+        }
+    })
+}
+
+/// A request id unique to this call: the time in nanoseconds and the process id.
+fn new_request_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("cli-{nanos}-{}", std::process::id())
+}
+
+/// The JSON in `file` (`-`: standard input).
+fn read_json(file: &str) -> anyhow::Result<Value> {
+    let text = if file == "-" {
+        std::io::read_to_string(std::io::stdin()).context("read standard input")?
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("read {file}"))?
+    };
+    serde_json::from_str(&text).with_context(|| format!("{file} is not JSON"))
 }
 
 /// Percent-encodes a path segment (ids are plain ASCII when valid; anything else is

@@ -1,7 +1,11 @@
 //! `kairos preview EXPR --tz ZONE [-n N] [--after RFC3339] [--json] [--exclude E]...
-//! [--calendar-file F]... [--roll R] [--dst-gap G] [--dst-fold F]`: offline evaluation of a
-//! spec with the same core the planner uses, calendar rules included. Exit 2 with one line
-//! on stderr for bad input.
+//! [--calendar-file F]... [--roll R] [--dst-gap G] [--dst-fold F] [--start-at T] [--end-at T]
+//! [--explain [--schedule-id ID --jitter-ms MS]]`: offline evaluation of a spec with the same
+//! core the planner uses, calendar rules included; `--explain` says for each time its wall
+//! time and UTC offset, a DST gap shift or which pass of a repeated hour, a roll, and its
+//! jitter, and which times the window removes. Exit 2 with one line on stderr for bad input.
+
+mod explain;
 
 use std::process::ExitCode;
 
@@ -50,6 +54,22 @@ pub struct Args {
     /// A wall time that happens twice: fire at the `first`, the `last` or `both`.
     #[arg(long)]
     dst_fold: Option<String>,
+    /// Explain each time: wall time in the zone, UTC offset, DST gap shift or which pass of a
+    /// repeated hour, roll, jitter; and the times the window removes.
+    #[arg(long)]
+    explain: bool,
+    /// With `--explain`: the schedule id the jitter is computed for.
+    #[arg(long, default_value = "")]
+    schedule_id: String,
+    /// With `--explain`: the jitter bound in milliseconds (0..=3600000).
+    #[arg(long, default_value_t = 0)]
+    jitter_ms: u32,
+    /// Window start (RFC 3339): no time before it.
+    #[arg(long)]
+    start_at: Option<String>,
+    /// Window end (RFC 3339): no time after it.
+    #[arg(long)]
+    end_at: Option<String>,
 }
 
 /// Runs the preview; exit code 2 on invalid input.
@@ -66,29 +86,65 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// An RFC 3339 flag.
+fn instant(flag: &str, text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| format!("{flag} {text:?} is not an RFC 3339 time (e.g. 2025-03-08T12:00:00Z)"))
+}
+
 fn fire_times(args: &Args) -> Result<Vec<String>, String> {
     let spec = Spec::parse(&args.expr).map_err(|err| err.to_string())?;
     let zone = parse_zone(&args.tz).map_err(|err| err.to_string())?;
     let after = match &args.after {
-        Some(text) => DateTime::parse_from_rfc3339(text)
-            .map_err(|_| {
-                format!("--after {text:?} is not an RFC 3339 time (e.g. 2025-03-08T12:00:00Z)")
-            })?
-            .with_timezone(&Utc),
+        Some(text) => instant("--after", text)?,
         None => Utc::now(),
     };
-    let timetable = rules(args, &spec, Timetable::new(spec.clone(), zone, after))?;
+    let start_at = args
+        .start_at
+        .as_deref()
+        .map(|t| instant("--start-at", t))
+        .transpose()?;
+    let end_at = args
+        .end_at
+        .as_deref()
+        .map(|t| instant("--end-at", t))
+        .transpose()?;
+    if args.jitter_ms > kairos_core::MAX_JITTER_MS {
+        return Err(format!(
+            "--jitter-ms {} is out of range: must be between 0 and {}",
+            args.jitter_ms,
+            kairos_core::MAX_JITTER_MS
+        ));
+    }
+    let timetable = Timetable::new(spec.clone(), zone, after).window(start_at, end_at);
+    let timetable = rules(args, &spec, timetable)?;
     if let Some(date) = timetable.unrollable_date(after) {
         return Err(format!(
             "--roll: the tick on {date} finds no date that is not excluded within {} days",
             kairos_core::MAX_ROLL_DAYS
         ));
     }
-    Ok(timetable
-        .ticks_after(after)
-        .take(args.count)
-        .map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true))
-        .collect())
+    let ticks = timetable.ticks_after(after).take(args.count);
+    if !args.explain {
+        return Ok(ticks.map(text).collect());
+    }
+    let jitter = Some((args.schedule_id.as_str(), args.jitter_ms));
+    let mut lines: Vec<String> = ticks
+        .map(|tick| explain::line(&timetable.describe(tick, jitter)))
+        .collect();
+    lines.extend(
+        timetable
+            .outside_window(after, args.count)
+            .into_iter()
+            .map(|o| format!("{}  outside the window ({})", text(o.at), o.side.as_str())),
+    );
+    Ok(lines)
+}
+
+/// An instant as RFC 3339 UTC, whole seconds.
+fn text(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 /// The timetable with the calendar rules of the flags (the same rules an upsert takes).
@@ -174,7 +230,12 @@ fn calendar_file(path: &Path) -> Result<NamedCalendar, String> {
 
 fn print(args: &Args, times: &[String]) {
     if args.json {
-        let body = serde_json::json!({ "fire_times": times });
+        let key = if args.explain {
+            "explained"
+        } else {
+            "fire_times"
+        };
+        let body = serde_json::json!({ key: times });
         println!("{body}");
     } else {
         for time in times {

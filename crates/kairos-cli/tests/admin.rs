@@ -130,3 +130,94 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
         "serve (with the retention role) is still running"
     );
 }
+
+#[test]
+fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
+    let served = Served::start("api", "control");
+    let port = served.port;
+    let dir = tempfile_dir();
+    let file = dir.join("s2.json");
+    std::fs::write(
+        &file,
+        r#"{"schedule_id": "s2", "workflow_id": "wf", "version": 1, "user_id": "u",
+            "cron_expr": "0 * * * *", "timezone": "UTC"}"#,
+    )
+    .expect("write body");
+    let file = file.to_str().expect("utf-8 path");
+
+    // A dry-run says what would happen and stores nothing.
+    let dry = stdout(&kairos(
+        port,
+        &["schedules", "upsert", "--file", file, "--dry-run"],
+    ));
+    let dry: serde_json::Value = serde_json::from_str(&dry).expect("JSON");
+    assert_eq!(dry["schedules"][0]["change"], "created", "{dry}");
+    assert!(
+        !kairos(port, &["schedules", "get", "s2"]).status.success(),
+        "nothing stored"
+    );
+    let stored = stdout(&kairos(port, &["schedules", "upsert", "--file", file]));
+    assert!(stored.contains("\"revision\": 1"), "{stored}");
+
+    // Trigger: one run per request id, the override applied; a bad policy is refused.
+    let args = [
+        "schedules",
+        "trigger",
+        "s2",
+        "--request-id",
+        "r1",
+        "--overlap-policy",
+        "allow",
+    ];
+    let first: serde_json::Value =
+        serde_json::from_str(&stdout(&kairos(port, &args))).expect("JSON");
+    assert_eq!(first["source"], "manual");
+    let again: serde_json::Value =
+        serde_json::from_str(&stdout(&kairos(port, &args))).expect("JSON");
+    assert_eq!(again["idempotency_key"], first["idempotency_key"]);
+    let bad = kairos(
+        port,
+        &["schedules", "trigger", "s2", "--overlap-policy", "never"],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("overlap_policy"));
+
+    // Backfill three past hourly ticks.
+    let backfill = stdout(&kairos(
+        port,
+        &[
+            "schedules",
+            "backfill",
+            "s2",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
+            "2026-01-01T02:00:00Z",
+        ],
+    ));
+    let backfill: serde_json::Value = serde_json::from_str(&backfill).expect("JSON");
+    assert_eq!(
+        (backfill["ticks"].clone(), backfill["created"].clone()),
+        (3.into(), 3.into())
+    );
+
+    // Pause with a note; get shows it; resume clears it.
+    stdout(&kairos(
+        port,
+        &["schedules", "pause", "s2", "--note", "vendor outage"],
+    ));
+    let get = stdout(&kairos(port, &["schedules", "get", "s2", "--json"]));
+    let get: serde_json::Value = serde_json::from_str(&get).expect("JSON");
+    assert_eq!(get["pause_note"], "vendor outage");
+    stdout(&kairos(port, &["schedules", "resume", "s2"]));
+    let get = stdout(&kairos(port, &["schedules", "get", "s2", "--json"]));
+    let get: serde_json::Value = serde_json::from_str(&get).expect("JSON");
+    assert_eq!(get["pause_note"], serde_json::Value::Null);
+}
+
+/// A fresh directory under the system's temporary directory.
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kairos-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

@@ -148,3 +148,84 @@ fn bad_calendar_flags_exit_2_naming_the_flag() {
         assert!(line.contains(flag), "{args:?}: {line}");
     }
 }
+
+fn stdout_lines(output: &Output) -> Vec<String> {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone())
+        .expect("utf-8")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn explain_marks_a_dst_gap_shift_and_both_passes_of_a_repeated_hour() {
+    let gap = stdout_lines(&preview(&[
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T12:00:00Z",
+        "-n",
+        "2",
+        "--explain",
+    ]));
+    assert_eq!(
+        gap,
+        [
+            "2026-03-08T07:00:00Z  wall 2026-03-08T03:00:00 -04:00  DST gap: 02:30:00 did not \
+             exist, shifted to the jump (default for fixed-time jobs)",
+            "2026-03-09T06:30:00Z  wall 2026-03-09T02:30:00 -04:00",
+        ]
+    );
+    let fold = stdout_lines(&preview(&[
+        "30 1 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-10-31T12:00:00Z",
+        "-n",
+        "2",
+        "--dst-fold",
+        "both",
+        "--explain",
+    ]));
+    assert_eq!(
+        fold,
+        [
+            "2026-11-01T05:30:00Z  wall 2026-11-01T01:30:00 -04:00  repeated hour: first pass \
+             (schedule)",
+            "2026-11-01T06:30:00Z  wall 2026-11-01T01:30:00 -05:00  repeated hour: second pass \
+             (schedule)",
+        ]
+    );
+}
+
+#[test]
+fn explain_shows_jitter_and_the_times_outside_the_window() {
+    let lines = stdout_lines(&preview(&[
+        "0 * * * *",
+        "--after",
+        "2026-03-08T12:00:00Z",
+        "--end-at",
+        "2026-03-08T13:00:00Z",
+        "--schedule-id",
+        "s",
+        "--jitter-ms",
+        "600000",
+        "--explain",
+    ]));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("2026-03-08T13:00:00Z  wall 2026-03-08T13:00:00 +00:00  jittered "),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[1],
+        "2026-03-08T14:00:00Z  outside the window (after end_at)"
+    );
+}

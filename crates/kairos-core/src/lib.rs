@@ -1,6 +1,7 @@
 //! Domain types and time rules of kairos. No IO, no async.
 //!
-//! - [`Spec`]: one schedule string (cron, `@every <duration>`, `@at <RFC3339>`), parsed with
+//! - [`Spec`]: one schedule string (cron, `@every <duration>`, `@at <RFC3339>`, or the
+//!   chained trigger `@after <schedule_id>` ([`Chain`])), parsed with
 //!   the syntax and rejections of DESIGN.md §4.
 //! - [`Timetable`]: a spec in an IANA zone with its anchor and `[start_at, end_at]` window;
 //!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199);
@@ -38,10 +39,10 @@ pub use policy::{CatchupPolicy, DstFold, DstGap, OverlapPolicy, PolicyError, Rol
 pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use run::{Reported, RunSource, RunStatus};
-pub use spec::{CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
+pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{
-    DstNote, Excluded, MinGap, Occurrence, RuleSource, TickNote, Ticks, Timetable,
-    MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
+    DstNote, Excluded, MinGap, Occurrence, OutsideWindow, RuleSource, TickExplained, TickNote,
+    Ticks, Timetable, WindowSide, MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
 };
 pub use zone::{parse_zone, ZoneError};
 

@@ -164,3 +164,20 @@ fn catchup_runs<'a>(
         catchup: true,
     })
 }
+
+impl Plan {
+    /// Applies a schedule's `max_runs`: keeps at most `remaining` runs (the limit minus the
+    /// runs already created; `None`: no limit) and, once the limit is reached, leaves the
+    /// schedule exhausted (`next_run_at` `None`). Missed ticks are not runs and still count
+    /// as missed.
+    pub fn limit_runs(&mut self, remaining: Option<u64>) {
+        let Some(remaining) = remaining else {
+            return;
+        };
+        let keep = usize::try_from(remaining).unwrap_or(usize::MAX);
+        if self.runs.len() >= keep {
+            self.runs.truncate(keep);
+            self.next_run_at = None;
+        }
+    }
+}

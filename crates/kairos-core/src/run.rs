@@ -94,6 +94,9 @@ pub enum RunSource {
     Backfill,
     /// `POST /run-launcher/start`: the caller's key, no schedule.
     Api,
+    /// A chained schedule (`@after <parent>`): a run of its parent reached the outcome it
+    /// waits for.
+    Chain,
 }
 
 /// What an executor reports about a run (`POST /runs/{key}/status`, or the NATS status
@@ -145,8 +148,9 @@ named_enum!(RunStatus, "status",
     Success => "SUCCESS", Failed => "FAILED", TimedOut => "TIMED_OUT", Skipped => "SKIPPED",
     Cancelled => "CANCELLED", Retrying => "RETRYING", Cancelling => "CANCELLING"
 });
-named_enum!(RunSource, "source", "schedule, manual, backfill, api", {
-    Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api"
+named_enum!(RunSource, "source", "schedule, manual, backfill, api, chain", {
+    Schedule => "schedule", Manual => "manual", Backfill => "backfill", Api => "api",
+    Chain => "chain"
 });
 impl Reported {
     /// The name as sent: the name of the status it leads to, or `HEARTBEAT`.

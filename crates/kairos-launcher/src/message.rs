@@ -16,6 +16,8 @@ pub enum Source {
     Backfill,
     /// `POST /run-launcher/start`.
     Api,
+    /// A chained schedule (`@after <parent>`) after its parent's run.
+    Chain,
 }
 
 /// One launch message. The body an executor receives.

@@ -60,17 +60,31 @@ pub(crate) fn plan(
     let created_at = existing.map_or(now, |stored| stored.created_at);
     let timetable = checked.timetable(created_at);
     let mut write = to_write(checked, existing, created_at);
+    let exhausted = checked
+        .max_runs
+        .is_some_and(|max| existing.is_some_and(|stored| stored.scheduled_runs >= i64::from(max)));
+    // A chained schedule (`@after`) has no ticks: its runs come from its parent's, so it
+    // keeps next_run_at NULL and is never claimed by a planner.
+    let first = |timetable: &Timetable| {
+        if checked.spec.chain().is_some() || exhausted {
+            return Ok(None);
+        }
+        first_tick(timetable, now, settings)
+            .map(Some)
+            .map_err(PlanError::Field)
+    };
     let Some(stored) = existing else {
-        write.next_run_at = Some(first_tick(&timetable, now, settings).map_err(PlanError::Field)?);
+        write.next_run_at = first(&timetable)?;
         return Ok(Plan::New(write, timetable));
     };
     let timing = stored.cron_expr != write.cron_expr
         || stored.timezone != write.timezone
         || stored.start_at != write.start_at
         || stored.end_at != write.end_at
-        || stored.rules != write.rules;
+        || stored.rules != write.rules
+        || stored.max_runs != write.max_runs;
     if timing {
-        write.next_run_at = Some(first_tick(&timetable, now, settings).map_err(PlanError::Field)?);
+        write.next_run_at = first(&timetable)?;
     }
     if write == as_write(stored) {
         return Ok(Plan::Unchanged(stored.clone()));
@@ -116,6 +130,7 @@ fn to_write(
         max_queued: checked.max_queued,
         failure: checked.failure.clone(),
         rules: checked.rules.stored.clone(),
+        max_runs: checked.max_runs,
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
     }
@@ -141,6 +156,7 @@ fn as_write(stored: &Schedule) -> ScheduleWrite {
         max_queued: stored.max_queued,
         failure: stored.failure.clone(),
         rules: stored.rules.clone(),
+        max_runs: stored.max_runs,
         revision: stored.revision,
         created_at: stored.created_at,
     }

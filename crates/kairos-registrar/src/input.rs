@@ -183,6 +183,9 @@ pub struct ScheduleInput {
     pub revision: Option<i64>,
     /// Exclusions, calendars, roll and DST policy.
     pub rules: RulesInput,
+    /// At least 1: after this many scheduled runs the schedule is exhausted; absent: no
+    /// limit. Manual, backfill and chain runs do not count.
+    pub max_runs: Option<i64>,
 }
 
 /// `retry_backoff` as sent.
@@ -215,6 +218,7 @@ pub(crate) struct Checked {
     pub max_queued: Option<i32>,
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
+    pub max_runs: Option<i32>,
     pub rules: CheckedRules,
     /// The named calendars, once resolved against the store ([`Checked::resolve`]).
     pub calendars: Vec<Arc<NamedCalendar>>,
@@ -354,6 +358,13 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         1,
         i32::MAX.into(),
     );
+    let max_runs = ranged(
+        &mut problems,
+        "max_runs",
+        input.max_runs,
+        1,
+        i32::MAX.into(),
+    );
     let failure = failure_policy(&mut problems, input);
     // A name over the bound was refused above and is not echoed again.
     fn short(value: &Option<String>) -> Option<&str> {
@@ -398,6 +409,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
             max_queued: max_queued.map(narrow),
             failure: failure.unwrap_or_default(),
             revision: input.revision,
+            max_runs: max_runs.map(narrow),
             rules,
             calendars: Vec::new(),
         }),

@@ -13,12 +13,17 @@
 //! - [`Registrar::trigger`] (run now, keyed on a request id) and [`Registrar::backfill`]
 //!   (a range of ticks with the planner's keys).
 //!
+//! - [`Registrar::upsert_dry_run`], [`Registrar::put_workflow_dry_run`]: the same writes in a
+//!   transaction that is rolled back, answering what they would do.
+//!
 //! Every error means nothing changed: each call is one transaction.
 
 mod apply;
 mod attempts;
 mod calendars;
+mod chains;
 pub mod dag;
+mod dry_run;
 mod error;
 mod input;
 mod rules;
@@ -28,6 +33,7 @@ mod workflows;
 
 pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
 pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
+pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
 pub use input::{
     derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings,
@@ -40,7 +46,9 @@ pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};
+pub use schedules::{
+    Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
+};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView};
 
 use chrono::{DateTime, Utc};

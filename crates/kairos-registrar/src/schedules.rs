@@ -23,6 +23,8 @@ const DELETED: &str = "schedule deleted";
 const PREVIEW_TICKS: usize = 5;
 /// Largest page of [`Registrar::list`] and [`Registrar::runs`].
 pub const LIST_LIMIT_MAX: i64 = 1000;
+/// Longest pause note, in characters.
+pub const MAX_PAUSE_NOTE_CHARS: usize = 1000;
 /// Most fire times [`Registrar::preview`] returns.
 const PREVIEW_MAX: i64 = 100;
 
@@ -45,6 +47,10 @@ pub struct ScheduleView {
     /// Last fire, last status, missed and skipped ticks, and why the last tick that did
     /// not launch did not (over the newest [`stats::DEFAULT_WINDOW`] runs).
     pub stats: ScheduleStats,
+    /// Why a chained schedule cannot fire now (its parent is gone); `None` otherwise.
+    pub waiting_on: Option<String>,
+    /// The preview's times explained (wall time, UTC offset, DST or roll, jitter).
+    pub explained: Vec<kairos_core::TickExplained>,
 }
 
 /// One page of [`Registrar::list`].
@@ -73,6 +79,10 @@ pub struct PreviewInput {
     pub after: Option<DateTime<Utc>>,
     /// Exclusions, calendars, roll and DST policy, as in an upsert.
     pub rules: crate::RulesInput,
+    /// The schedule id the jitter is computed for (jitter comes from the run key).
+    pub schedule_id: Option<String>,
+    /// Jitter bound, `0..=3_600_000` ms; explained ticks show the offset each run gets.
+    pub jitter_ms: Option<i64>,
 }
 
 /// A preview with what the calendar rules did.
@@ -84,6 +94,10 @@ pub struct Preview {
     pub excluded: Vec<kairos_core::Excluded>,
     /// Fire times that were rolled or placed by a DST rule, with why.
     pub notes: Vec<kairos_core::TickNote>,
+    /// Every fire time explained: wall time, UTC offset, DST or roll note, jitter.
+    pub ticks: Vec<kairos_core::TickExplained>,
+    /// Times the spec has that the `[start_at, end_at]` window removes.
+    pub outside_window: Vec<kairos_core::OutsideWindow>,
 }
 
 impl Registrar {
@@ -93,17 +107,28 @@ impl Registrar {
     /// [`Error::Invalid`] naming every bad field; [`Error::Conflict`] when `revision` is
     /// given and stale, or a concurrent upsert of the same schedule won; [`Error::Store`].
     pub async fn upsert(&self, input: &ScheduleInput) -> Result<Upserted> {
-        let mut checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
+        let checked = input::check(input, &self.settings).map_err(Error::Invalid)?;
         let mut tx = Tx::begin(&self.pool).await?;
-        let calendars = rules::load(&mut tx, &checked.rules.stored.exclude_calendars).await?;
+        let upserted = self.upsert_in(&mut tx, checked).await?;
+        tx.commit().await?;
+        Ok(upserted)
+    }
+
+    /// The writes of [`Registrar::upsert`] in the caller's transaction (a dry-run drops it).
+    pub(crate) async fn upsert_in(
+        &self,
+        tx: &mut Tx,
+        mut checked: input::Checked,
+    ) -> Result<Upserted> {
+        let calendars = rules::load(tx, &checked.rules.stored.exclude_calendars).await?;
         checked.resolve(&calendars).map_err(Error::Invalid)?;
-        let now = self.now(&mut tx).await?;
-        let existing = store::get(&mut *tx, &checked.schedule_id).await?;
+        let now = self.now(tx).await?;
+        crate::chains::check(tx, std::slice::from_ref(&checked), &[], |_| None).await?;
+        let existing = store::get(&mut **tx, &checked.schedule_id).await?;
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
             .map_err(|err| plan_error(err, &checked.schedule_id))?;
         let created = matches!(plan, Plan::New(..));
-        let mut stored = apply::apply(&mut tx, vec![plan], now).await?;
-        tx.commit().await?;
+        let mut stored = apply::apply(tx, vec![plan], now).await?;
         Ok(Upserted {
             schedule: stored.pop().expect("one plan, one row"),
             created,
@@ -116,25 +141,53 @@ impl Registrar {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::Conflict`] on a concurrent write; [`Error::Store`].
     pub async fn set_paused(&self, schedule_id: &str, paused: bool) -> Result<Schedule> {
+        self.set_paused_with_note(schedule_id, paused, None).await
+    }
+
+    /// [`Registrar::set_paused`] with a note saying why (at most [`MAX_PAUSE_NOTE_CHARS`]
+    /// characters), shown until resume; resume clears it. Pausing a paused schedule with
+    /// another note replaces the note.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a note that is too long; as [`Registrar::set_paused`].
+    pub async fn set_paused_with_note(
+        &self,
+        schedule_id: &str,
+        paused: bool,
+        note: Option<&str>,
+    ) -> Result<Schedule> {
         check_id(schedule_id)?;
+        if let Some(note) = note {
+            let mut problems = Vec::new();
+            if !input::within(&mut problems, "note", note, MAX_PAUSE_NOTE_CHARS) {
+                return Err(Error::Invalid(problems));
+            }
+        }
+        let note = note.filter(|_| paused);
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let stored = store::get(&mut *tx, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        if stored.paused == paused {
+        if stored.paused == paused
+            && (!paused || note.is_none() || stored.pause_note.as_deref() == note)
+        {
             return Ok(stored);
         }
         let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
         let timetable = timetable_of(&mut tx, &stored).await?;
+        let exhausted = stored.remaining_runs() == Some(0);
         let next_run_at = match (&timetable, paused) {
+            (Some(_), false) if exhausted => None,
             (Some(timetable), false) => timetable.first_at_or_after(now),
             _ => stored.next_run_at,
         };
+        let note = note.or(stored.pause_note.as_deref().filter(|_| stored.paused));
         let written = store::set_paused(
             &mut *tx,
             schedule_id,
             paused,
+            note,
             next_run_at,
             stored.revision,
             now,
@@ -197,21 +250,33 @@ impl Registrar {
         let schedule = store::get(&mut *conn, schedule_id)
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
-        let preview = match timetable_of(&mut conn, &schedule).await? {
-            Some(timetable) => {
+        let jitter_ms = u32::try_from(schedule.jitter_ms).unwrap_or(0);
+        let exhausted = schedule.remaining_runs() == Some(0);
+        let (preview, explained) = match timetable_of(&mut conn, &schedule).await? {
+            Some(timetable) if !exhausted => {
                 let first = timetable.first_at_or_after(now);
                 let rest = first
                     .into_iter()
                     .flat_map(|first| timetable.ticks_after(first));
-                first.into_iter().chain(rest).take(PREVIEW_TICKS).collect()
+                let preview: Vec<DateTime<Utc>> =
+                    first.into_iter().chain(rest).take(PREVIEW_TICKS).collect();
+                let jitter = Some((schedule.schedule_id.as_str(), jitter_ms));
+                let explained = preview
+                    .iter()
+                    .map(|tick| timetable.describe(*tick, jitter))
+                    .collect();
+                (preview, explained)
             }
-            None => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
+        let waiting_on = crate::chains::waiting_on(&mut conn, &schedule.cron_expr).await?;
         Ok(ScheduleView {
             schedule,
             preview,
             stats,
+            waiting_on,
+            explained,
         })
     }
 
@@ -296,7 +361,17 @@ impl Registrar {
         }
         let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
         let until = fire_times.last().copied().unwrap_or(after);
+        let jitter_ms = input
+            .jitter_ms
+            .and_then(|ms| u32::try_from(ms).ok())
+            .unwrap_or(0);
+        let jitter = Some((input.schedule_id.as_deref().unwrap_or(""), jitter_ms));
         Ok(Preview {
+            ticks: fire_times
+                .iter()
+                .map(|tick| timetable.describe(*tick, jitter))
+                .collect(),
+            outside_window: timetable.outside_window(after, count),
             excluded: timetable.excluded_between(after, until, PREVIEW_MAX as usize),
             notes: fire_times
                 .iter()
@@ -333,6 +408,22 @@ impl Registrar {
         )
         .then(|| check_zone(&input.timezone, &self.settings))
         .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
+        if let Some(ms) = input.jitter_ms {
+            if !(0..=i64::from(kairos_core::MAX_JITTER_MS)).contains(&ms) {
+                problems.push(Problem::new(
+                    "jitter_ms",
+                    format!(
+                        "{ms} is out of range: must be between 0 and {}",
+                        kairos_core::MAX_JITTER_MS
+                    ),
+                ));
+            }
+        }
+        if let Some(id) = &input.schedule_id {
+            if let Err(err) = kairos_core::validate_id("schedule_id", id) {
+                problems.push(Problem::new("schedule_id", err.to_string()));
+            }
+        }
         let count = input.count.unwrap_or(5);
         if !(1..=PREVIEW_MAX).contains(&count) {
             problems.push(Problem::new(

@@ -67,25 +67,36 @@ impl Registrar {
     /// [`Error::Conflict`] when this version holds a different DAG, a schedule id belongs to
     /// another workflow, or a concurrent write got in the way; [`Error::Store`].
     pub async fn put_workflow(&self, input: &WorkflowInput) -> Result<Deployed> {
-        let (version, checked) = self.check_workflow(input)?;
         let mut tx = Tx::begin(&self.pool).await?;
-        let now = self.now(&mut tx).await?;
-        let created =
-            match workflows::put(&mut tx, &input.workflow_id, version, &input.dag, now).await? {
-                PutOutcome::Created => true,
-                PutOutcome::Unchanged => false,
-                PutOutcome::Conflict => {
-                    return Err(Error::Conflict {
-                        detail: format!(
+        let deployed = self.put_workflow_in(&mut tx, input).await?;
+        tx.commit().await?;
+        Ok(deployed)
+    }
+
+    /// The writes of [`Registrar::put_workflow`] in the caller's transaction (a dry-run
+    /// drops it).
+    pub(crate) async fn put_workflow_in(
+        &self,
+        tx: &mut Tx,
+        input: &WorkflowInput,
+    ) -> Result<Deployed> {
+        let (version, checked) = self.check_workflow(input)?;
+        let now = self.now(tx).await?;
+        let created = match workflows::put(tx, &input.workflow_id, version, &input.dag, now).await?
+        {
+            PutOutcome::Created => true,
+            PutOutcome::Unchanged => false,
+            PutOutcome::Conflict => {
+                return Err(Error::Conflict {
+                    detail: format!(
                         "workflow {:?} version {version} is already stored with a different dag; \
                          versions are immutable: deploy a new version",
                         input.workflow_id
                     ),
-                    })
-                }
-            };
+                })
+            }
+        };
         let Some(mut checked) = checked else {
-            tx.commit().await?;
             return Ok(Deployed {
                 created,
                 schedules: Vec::new(),
@@ -93,10 +104,8 @@ impl Registrar {
             });
         };
         let ids: Vec<String> = checked.iter().map(|c| c.schedule_id.clone()).collect();
-        let existing = store::for_sync(&mut *tx, &input.workflow_id, &ids).await?;
-        resolve_all(&mut tx, &mut checked).await?;
-        let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
-        let schedules = apply::apply(&mut tx, plans, now).await?;
+        let existing = store::for_sync(&mut **tx, &input.workflow_id, &ids).await?;
+        resolve_all(tx, &mut checked).await?;
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let stale: Vec<String> = existing
             .iter()
@@ -105,9 +114,14 @@ impl Registrar {
             })
             .map(|s| s.schedule_id.clone())
             .collect();
-        let removed = store::delete_many(&mut *tx, &stale).await?;
-        runs::cancel_unpublished(&mut *tx, &removed, REMOVED, now).await?;
-        tx.commit().await?;
+        crate::chains::check(tx, &checked, &stale, |index| {
+            Some(format!("schedules[{index}]"))
+        })
+        .await?;
+        let plans = self.plan_sync(&input.workflow_id, &checked, &existing, now)?;
+        let schedules = apply::apply(tx, plans, now).await?;
+        let removed = store::delete_many(&mut **tx, &stale).await?;
+        runs::cancel_unpublished(&mut **tx, &removed, REMOVED, now).await?;
         Ok(Deployed {
             created,
             schedules,

@@ -13,6 +13,7 @@ pub use sqlx::PgPool;
 pub mod attempts;
 pub mod calendars;
 pub mod cancel;
+pub mod chains;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;

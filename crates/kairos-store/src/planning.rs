@@ -45,6 +45,9 @@ pub struct DueSchedule {
     /// Exclusions, calendar names, roll and DST policy.
     #[sqlx(flatten)]
     pub rules: CalendarRules,
+    /// How many more runs the planner may create (`max_runs` minus the runs it created so
+    /// far, never below 0); `None`: no limit.
+    pub remaining_runs: Option<i64>,
 }
 
 /// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
@@ -59,11 +62,14 @@ pub async fn claim_due(
     limit: i64,
 ) -> Result<Vec<DueSchedule>> {
     // The predicate repeats the partial index `schedules_due` so that it is used; the order
-    // makes the oldest backlog go first when more than `limit` are due.
+    // makes the oldest backlog go first when more than `limit` are due. `remaining_runs` is
+    // NULL without `max_runs` (`least` ignores a NULL argument, so it must stay outside the
+    // subtraction: `greatest(NULL, 0)` is 0, which would exhaust every unlimited schedule).
     Ok(sqlx::query_as(
         "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, jitter_ms, catchup_policy, created_at, exclude, \
-         exclude_calendars, roll, dst_gap, dst_fold from schedules \
+         exclude_calendars, roll, dst_gap, dst_fold, \
+         max_runs - least(scheduled_runs, max_runs) as remaining_runs from schedules \
          where not paused and next_run_at is not null and next_run_at <= $1 \
          order by next_run_at limit $2 for update skip locked",
     )
@@ -155,6 +161,8 @@ pub struct Advances {
     pub missed: Vec<i64>,
     /// `None` after a successful plan; why it was parked otherwise.
     pub errors: Vec<Option<String>>,
+    /// Runs planned, to add to `scheduled_runs` (what `max_runs` counts).
+    pub planned: Vec<i64>,
 }
 
 impl Advances {
@@ -166,15 +174,30 @@ impl Advances {
         missed: i64,
         error: Option<String>,
     ) {
+        self.push_with_runs(schedule_id, next_run_at, missed, error, 0);
+    }
+
+    /// Adds one schedule for which `planned` runs were written.
+    pub fn push_with_runs(
+        &mut self,
+        schedule_id: &str,
+        next_run_at: Option<DateTime<Utc>>,
+        missed: i64,
+        error: Option<String>,
+        planned: i64,
+    ) {
         self.schedule_ids.push(schedule_id.to_string());
         self.next_run_ats.push(next_run_at);
         self.missed.push(missed);
         self.errors.push(error);
+        self.planned.push(planned);
     }
 }
 
-/// Moves each schedule's `next_run_at`, adds its missed ticks and sets `planner_error`, in
-/// one statement. `revision` and `updated_at` are left alone: they belong to the registrar
+/// Moves each schedule's `next_run_at`, adds its missed ticks and its planned runs
+/// (`scheduled_runs`, which `max_runs` limits) and sets `planner_error`, in one statement.
+/// The caller holds the row locks of the claim, in the transaction that inserts the runs, so
+/// the count and the runs commit together and no other planner reads a stale count. `revision` and `updated_at` are left alone: they belong to the registrar
 /// (so an advance neither wakes planners nor fails a concurrent registrar write). Returns
 /// how many rows changed.
 ///
@@ -186,15 +209,17 @@ pub async fn advance(db: impl PgExecutor<'_>, advances: &Advances) -> Result<u64
     }
     let done = sqlx::query(
         "update schedules as s set next_run_at = v.next_run_at, \
-           missed_ticks = s.missed_ticks + v.missed, planner_error = v.error \
-         from unnest($1::text[], $2::timestamptz[], $3::int8[], $4::text[]) \
-           as v(schedule_id, next_run_at, missed, error) \
+           missed_ticks = s.missed_ticks + v.missed, planner_error = v.error, \
+           scheduled_runs = s.scheduled_runs + v.planned \
+         from unnest($1::text[], $2::timestamptz[], $3::int8[], $4::text[], $5::int8[]) \
+           as v(schedule_id, next_run_at, missed, error, planned) \
          where s.schedule_id = v.schedule_id",
     )
     .bind(&advances.schedule_ids)
     .bind(&advances.next_run_ats)
     .bind(&advances.missed)
     .bind(&advances.errors)
+    .bind(&advances.planned)
     .execute(db)
     .await?;
     Ok(done.rows_affected())

@@ -56,6 +56,8 @@ pub struct Run {
     pub finished_at: Option<DateTime<Utc>>,
     /// The executor that reported on it.
     pub executor_id: Option<String>,
+    /// For a chained run (source `chain`): the key of the parent's run that fired it.
+    pub parent_key: Option<String>,
     /// When the row was written.
     pub created_at: DateTime<Utc>,
     /// When the row last changed.
@@ -67,7 +69,7 @@ pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
     reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
-    created_at, updated_at";
+    parent_key, created_at, updated_at";
 
 /// A run row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,4 +311,22 @@ pub async fn count(db: impl PgExecutor<'_>) -> Result<i64> {
     Ok(sqlx::query_scalar("select count(*) from schedule_runs")
         .fetch_one(db)
         .await?)
+}
+
+/// How many runs of each of `schedule_ids` are not yet published (`PENDING` or `QUEUED`):
+/// what a dry-run compares before and after a change to say how many it would cancel.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn unpublished_counts(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "select schedule_id, count(*) from schedule_runs \
+         where schedule_id = any($1) and status in ('PENDING', 'QUEUED') group by schedule_id",
+    )
+    .bind(schedule_ids)
+    .fetch_all(db)
+    .await?)
 }

@@ -52,6 +52,13 @@ pub struct Schedule {
     /// Exclusions, calendars, roll and DST policy.
     #[sqlx(flatten)]
     pub rules: CalendarRules,
+    /// Most runs the planner creates for it (`None`: no limit); manual, backfill and chain
+    /// runs do not count.
+    pub max_runs: Option<i32>,
+    /// Runs the planner created so far (what `max_runs` counts).
+    pub scheduled_runs: i64,
+    /// Why it is paused, as the pausing caller wrote it (`None` while it runs).
+    pub pause_note: Option<String>,
     /// Optimistic-concurrency counter, incremented by every write.
     pub revision: i64,
     /// When the row was first written (the `@every` anchor when no `start_at`).
@@ -66,7 +73,15 @@ const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, ti
     priority, max_run_seconds, max_queued, max_attempts, retry_intervals_s, \
     retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
     heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
-    dst_fold, revision, created_at, updated_at";
+    dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at";
+
+impl Schedule {
+    /// How many more runs the planner may create (`None`: no limit).
+    pub fn remaining_runs(&self) -> Option<i64> {
+        self.max_runs
+            .map(|max| (i64::from(max) - self.scheduled_runs).max(0))
+    }
+}
 
 /// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
 /// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
@@ -194,6 +209,8 @@ pub struct ScheduleWrite {
     pub failure: FailurePolicy,
     /// See [`Schedule::rules`].
     pub rules: CalendarRules,
+    /// See [`Schedule::max_runs`].
+    pub max_runs: Option<i32>,
     /// The revision the update expects to find (ignored by inserts).
     pub revision: i64,
     /// Stored by inserts; `updated_at` is always `now`.
@@ -290,14 +307,15 @@ pub async fn insert_many(
          catchup_policy, priority, max_run_seconds, max_attempts, retry_intervals_s, \
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
          heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
-         dst_fold, max_queued, revision, created_at, updated_at) \
+         dst_fold, max_queued, max_runs, chain_parent, chain_on, revision, created_at, \
+         updated_at) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
          v.retry_intervals_s::int4[], v.retry_backoff_initial_s, v.retry_backoff_multiplier, \
          v.retry_backoff_max_s, v.heartbeat_timeout_s, v.start_timeout_s, v.exclude::jsonb, \
-         v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, v.max_queued, 1, \
-         v.created_at, ",
+         v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, v.max_queued, v.max_runs, \
+         v.chain_parent, v.chain_on, 1, v.created_at, ",
     );
     query.push_bind(now);
     query.push(" from ");
@@ -327,11 +345,14 @@ pub async fn update_many(
         "update schedules as s set workflow_id = v.workflow_id, version = v.version, \
          user_id = v.user_id, cron_expr = v.cron_expr, timezone = v.timezone, \
          start_at = v.start_at, end_at = v.end_at, \
-         next_run_at = case when (s.cron_expr, s.timezone, s.start_at, s.end_at, s.paused, \
-               s.exclude, s.exclude_calendars, s.roll, s.dst_gap, s.dst_fold) \
+         next_run_at = case when s.scheduled_runs >= v.max_runs then null \
+             when (s.cron_expr, s.timezone, s.start_at, s.end_at, s.paused, \
+               s.exclude, s.exclude_calendars, s.roll, s.dst_gap, s.dst_fold, s.max_runs) \
              is not distinct from (v.cron_expr, v.timezone, v.start_at, v.end_at, v.paused, \
-               v.exclude::jsonb, v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold) \
+               v.exclude::jsonb, v.exclude_calendars::jsonb, v.roll, v.dst_gap, v.dst_fold, \
+               v.max_runs) \
              then s.next_run_at else v.next_run_at end, \
+         max_runs = v.max_runs, chain_parent = v.chain_parent, chain_on = v.chain_on, \
          exclude = v.exclude::jsonb, exclude_calendars = v.exclude_calendars::jsonb, \
          roll = v.roll, dst_gap = v.dst_gap, dst_fold = v.dst_fold, \
          paused = v.paused, jitter_ms = v.jitter_ms, overlap_policy = v.overlap_policy, \
@@ -415,6 +436,12 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.max_queued));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.max_runs));
+    args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| chain_of(r).map(|c| c.parent)));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| chain_of(r).map(|c| c.on.as_str())));
+    args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
     args.push_bind(col(rows, |r| r.created_at));
@@ -424,9 +451,30 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
          retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
-         exclude, exclude_calendars, roll, dst_gap, dst_fold, max_queued, revision, \
-         created_at)",
+         exclude, exclude_calendars, roll, dst_gap, dst_fold, max_queued, max_runs, \
+         chain_parent, chain_on, revision, created_at)",
     );
+}
+
+/// The parent and outcome of a chained schedule (`@after`), stored beside its spec so that
+/// the chain trigger finds a schedule's children by index.
+fn chain_of(row: &ScheduleWrite) -> Option<kairos_core::Chain> {
+    kairos_core::Spec::parse(&row.cron_expr)
+        .ok()
+        .and_then(|spec| spec.chain().cloned())
+}
+
+/// Which of `schedule_ids` exist.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn existing(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> Result<Vec<String>> {
+    Ok(
+        sqlx::query_scalar("select schedule_id from schedules where schedule_id = any($1)")
+            .bind(schedule_ids)
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 fn prefixed_columns(alias: &str) -> String {
@@ -437,8 +485,9 @@ fn prefixed_columns(alias: &str) -> String {
         .join(", ")
 }
 
-/// Sets `paused` (and the `next_run_at` to resume from) if the revision is still
-/// `revision`. Returns the row written, or `None` when it changed or vanished meanwhile.
+/// Sets `paused` (and the `next_run_at` to resume from, and the pause note: kept while
+/// paused, cleared on resume) if the revision is still `revision`. Returns the row written,
+/// or `None` when it changed or vanished meanwhile.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -446,13 +495,15 @@ pub async fn set_paused(
     db: impl PgExecutor<'_>,
     schedule_id: &str,
     paused: bool,
+    note: Option<&str>,
     next_run_at: Option<DateTime<Utc>>,
     revision: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<Schedule>> {
     let sql = format!(
         "update schedules set paused = $2, next_run_at = $3, revision = revision + 1, \
-         updated_at = $5, paused_at = case when $2 then coalesce(paused_at, $5) end \
+         updated_at = $5, paused_at = case when $2 then coalesce(paused_at, $5) end, \
+         pause_note = case when $2 then $6 end \
          where schedule_id = $1 and revision = $4 returning {COLUMNS}"
     );
     Ok(sqlx::query_as(&sql)
@@ -461,6 +512,7 @@ pub async fn set_paused(
         .bind(next_run_at)
         .bind(revision)
         .bind(now)
+        .bind(note)
         .fetch_optional(db)
         .await?)
 }

@@ -32,6 +32,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
             ..Default::default()
         },
         rules: Default::default(),
+        max_runs: None,
         revision,
         created_at: at("2026-01-01T00:00:00Z"),
     }

@@ -380,7 +380,12 @@ fn add_plan(
         jitter_ms: u32::try_from(schedule.jitter_ms).unwrap_or(0),
         catchup,
     };
-    let plan = plan(input, params);
+    let mut plan = plan(input, params);
+    plan.limit_runs(
+        schedule
+            .remaining_runs
+            .map(|n| u64::try_from(n).unwrap_or(0)),
+    );
     let grace_start = params.now - params.misfire_grace;
     let caught_up = plan
         .runs
@@ -407,9 +412,14 @@ fn add_plan(
         rows.user_ids.push(schedule.user_id.clone());
     }
     let missed = i64::try_from(plan.missed).unwrap_or(i64::MAX);
-    batch
-        .advances
-        .push(&schedule.schedule_id, plan.next_run_at, missed, None);
+    let planned = i64::try_from(plan.runs.len()).unwrap_or(i64::MAX);
+    batch.advances.push_with_runs(
+        &schedule.schedule_id,
+        plan.next_run_at,
+        missed,
+        None,
+        planned,
+    );
     batch.missed += plan.missed;
 }
 

@@ -117,6 +117,14 @@ pub enum SpecError {
         /// The rule it broke.
         rule: String,
     },
+    /// A bad `@after` chained trigger.
+    #[error("@after {value:?}: {rule}")]
+    After {
+        /// The words after `@after` as written.
+        value: String,
+        /// The rule it broke.
+        rule: String,
+    },
     /// A bad `@at` time.
     #[error("@at time {value:?}: {rule}")]
     At {

@@ -1,6 +1,9 @@
-//! [`Spec`]: one schedule string — a cron expression, `@every <duration>` or `@at <RFC3339>` —
-//! checked against DESIGN.md §4.1 and ready to be evaluated by a `Timetable`.
+//! [`Spec`]: one schedule string — a cron expression, `@every <duration>`, `@at <RFC3339>`
+//! or the chained trigger `@after <schedule_id> [on success|failure|always]` — checked
+//! against DESIGN.md §4.1 and ready to be evaluated by a `Timetable` (a chained trigger's
+//! timetable never fires: its runs come from its parent's, not from the clock).
 
+mod after;
 mod calendar;
 mod error;
 mod every;
@@ -8,6 +11,7 @@ mod syntax;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+pub use after::{Chain, ChainOn};
 pub(crate) use calendar::{Calendar, Days, WallGap};
 pub use error::{CronField, SpecError};
 
@@ -47,6 +51,7 @@ pub(crate) enum Rule {
     At {
         at: DateTime<Utc>,
     },
+    After(Chain),
 }
 
 impl Spec {
@@ -67,6 +72,10 @@ impl Spec {
             Some((word, rest)) if word.eq_ignore_ascii_case("@at") => Rule::At {
                 at: every::parse_at(rest.trim())?,
             },
+            Some((word, rest)) if word.eq_ignore_ascii_case("@after") => {
+                Rule::After(after::parse(rest)?)
+            }
+            None if trimmed.eq_ignore_ascii_case("@after") => Rule::After(after::parse("")?),
             _ if trimmed.starts_with('@') => cron_rule(trimmed, nickname(trimmed)?)?,
             _ => cron_rule(trimmed, trimmed)?,
         };
@@ -85,7 +94,15 @@ impl Spec {
     pub fn job_kind(&self) -> Option<JobKind> {
         match &self.rule {
             Rule::Cron { kind, .. } => Some(*kind),
-            Rule::Every { .. } | Rule::At { .. } => None,
+            Rule::Every { .. } | Rule::At { .. } | Rule::After(_) => None,
+        }
+    }
+
+    /// The parent and outcome of a chained trigger (`@after`); `None` for a timetable.
+    pub fn chain(&self) -> Option<&Chain> {
+        match &self.rule {
+            Rule::After(chain) => Some(chain),
+            _ => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! one question the planner asks; exclusions, rolling and DST policy are applied inside it.
 
 mod days;
+mod describe;
 mod dst;
 mod explain;
 
@@ -14,6 +15,7 @@ use crate::spec::{Rule, Spec, WallGap, HORIZON_YEAR};
 use crate::{DstFold, DstGap, Roll};
 
 pub use days::MAX_ROLL_DAYS;
+pub use describe::{OutsideWindow, TickExplained, WindowSide};
 pub use explain::{DstNote, Excluded, Occurrence, RuleSource, TickNote};
 
 /// Most ticks in a row that exclusions may remove before the search gives up and the
@@ -141,13 +143,15 @@ impl Timetable {
             }
             Rule::Every { seconds } => Some(next_every(self.anchor, *seconds, after_s)),
             Rule::At { at } => (at.timestamp() > after_s).then_some(at.timestamp()),
+            // A chained trigger fires after its parent's runs, never by the clock.
+            Rule::After(_) => None,
         };
         let next = dst::instant(next?)?;
         let within_end = self.end_at.is_none_or(|end| next <= end);
         let within_horizon = match self.spec.rule {
             // A wall time late in 2199 may be an instant early in 2200 UTC.
             Rule::Cron { .. } => true,
-            Rule::Every { .. } | Rule::At { .. } => next.year() <= HORIZON_YEAR,
+            Rule::Every { .. } | Rule::At { .. } | Rule::After(_) => next.year() <= HORIZON_YEAR,
         };
         (within_end && within_horizon).then_some(next)
     }
@@ -263,7 +267,7 @@ impl Timetable {
                     later: wall(first + seconds)?,
                 })
             }
-            Rule::At { .. } => None,
+            Rule::At { .. } | Rule::After(_) => None,
         }
     }
 }

@@ -116,6 +116,7 @@ pub(super) fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
             RunSource::Manual => Source::Manual,
             RunSource::Backfill => Source::Backfill,
             RunSource::Api => Source::Api,
+            RunSource::Chain => Source::Chain,
         },
         attempt: u32::try_from(run.attempt).unwrap_or(1),
         dag: dag.clone(),

@@ -118,6 +118,7 @@ pub async fn insert_bulk(
                     ..Default::default()
                 },
                 rules: Default::default(),
+                max_runs: None,
                 revision: 0,
                 created_at,
             }
