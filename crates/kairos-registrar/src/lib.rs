@@ -21,6 +21,7 @@ mod calendars;
 pub mod dag;
 mod error;
 mod input;
+mod overview;
 mod rules;
 mod runs;
 mod schedules;
@@ -35,9 +36,13 @@ pub use input::{
 };
 pub use kairos_store::attempts::Attempt;
 pub use kairos_store::calendars::Calendar;
+pub use kairos_store::overview::RunFilter;
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
+pub use overview::{
+    in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
+};
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX};

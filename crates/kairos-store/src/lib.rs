@@ -15,6 +15,7 @@ pub mod calendars;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;
+pub mod overview;
 pub mod planning;
 pub mod retention;
 pub mod runs;

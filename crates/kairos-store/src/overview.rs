@@ -1,0 +1,95 @@
+//! Reads for the operator page (`/ui`): the newest runs across schedules and the runs in
+//! flight. Each query is served by an index: `schedule_runs_schedule` with a schedule,
+//! `schedule_runs_workflow_recent` with a workflow, `schedule_runs_recent` otherwise, and
+//! the partial `schedule_runs_in_flight` for runs in flight.
+
+use kairos_core::RunStatus;
+use sqlx::PgExecutor;
+
+use crate::runs::{Run, RUN_COLUMNS};
+use crate::Result;
+
+/// Filters of [`recent_runs`] and [`in_flight`]; `None` means "any".
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only runs in this status (ignored by [`in_flight`]).
+    pub status: Option<RunStatus>,
+    /// Only this schedule's runs.
+    pub schedule_id: Option<String>,
+    /// Only this workflow's runs.
+    pub workflow_id: Option<String>,
+    /// Page size.
+    pub limit: i64,
+}
+
+/// The conditions of `filter` as SQL over numbered parameters, and the values to bind.
+/// Only the filters given are written, so the planner sees plain equalities and picks the
+/// matching index (a generic plan of `$1 is null or ...` would not).
+fn conditions(filter: &RunFilter, with_status: bool) -> (String, Vec<String>) {
+    let mut sql = Vec::new();
+    let mut binds = Vec::new();
+    let pairs = [
+        ("schedule_id", filter.schedule_id.clone()),
+        ("workflow_id", filter.workflow_id.clone()),
+        (
+            "status",
+            filter
+                .status
+                .filter(|_| with_status)
+                .map(|s| s.as_str().to_string()),
+        ),
+    ];
+    for (column, value) in pairs {
+        if let Some(value) = value {
+            binds.push(value);
+            sql.push(format!("{column} = ${}", binds.len()));
+        }
+    }
+    (sql.join(" and "), binds)
+}
+
+/// The newest runs matching `filter`, newest tick first.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn recent_runs(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Vec<Run>> {
+    let (mut conds, binds) = conditions(filter, true);
+    if conds.is_empty() {
+        conds = "true".to_string();
+    }
+    let sql = format!(
+        "select {RUN_COLUMNS} from schedule_runs where {conds} \
+         order by run_at desc, idempotency_key limit ${}",
+        binds.len() + 1
+    );
+    let mut query = sqlx::query_as(&sql);
+    for value in binds {
+        query = query.bind(value);
+    }
+    Ok(query.bind(filter.limit).fetch_all(db).await?)
+}
+
+/// Runs in flight (`ENQUEUED`, `STARTED`, `RETRYING`) matching `filter`, the longest in
+/// flight first.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn in_flight(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Vec<Run>> {
+    let (conds, binds) = conditions(filter, false);
+    let extra = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("and {conds}")
+    };
+    let sql = format!(
+        "select {RUN_COLUMNS} from schedule_runs \
+         where status in ('ENQUEUED', 'STARTED', 'RETRYING') {extra} \
+         order by coalesce(started_at, published_at, fire_at), idempotency_key limit ${}",
+        binds.len() + 1
+    );
+    let mut query = sqlx::query_as(&sql);
+    for value in binds {
+        query = query.bind(value);
+    }
+    Ok(query.bind(filter.limit).fetch_all(db).await?)
+}
