@@ -180,7 +180,7 @@ pub(crate) fn run_table(
                         }
                         td data-label="Started / finished" { (opt(run.started_at)) br; (opt(run.finished_at)) }
                         td data-label="Executor" { (run.executor_id.clone().unwrap_or_else(|| "—".into())) }
-                        td data-label="Reason" { (run.reason.clone().or_else(|| run.last_error.clone()).unwrap_or_default()) }
+                        td.reason data-label="Reason" { (run.reason.clone().or_else(|| run.last_error.clone()).unwrap_or_default()) }
                         @if viewer.can_write {
                             td data-label="Actions" { (run_actions(run)) }
                         }
