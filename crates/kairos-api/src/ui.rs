@@ -65,12 +65,15 @@ pub(crate) async fn schedules_page(State(state): State<AppState>) -> Response {
     shell(&state, &Page::Schedules)
 }
 
-/// `GET /ui/schedules/{id}`: a schedule's shell.
+/// `GET /ui/schedules/{id}`: a schedule's shell. The id must be a schedule id (it becomes
+/// the path the script fetches with the caller's token).
 pub(crate) async fn schedule_page(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Response {
-    shell(&state, &Page::Schedule(id))
+) -> Result<Response, ApiError> {
+    kairos_core::validate_id("schedule_id", &id)
+        .map_err(|err| kairos_registrar::Error::invalid("schedule_id", err.to_string()))?;
+    Ok(shell(&state, &Page::Schedule(id)))
 }
 
 /// `GET /ui/runs`: the runs page's shell.

@@ -69,6 +69,13 @@ async fn shells_are_open_and_hold_no_data() {
         assert!(page.contains("/ui/assets/app.js"), "{path}");
         assert!(!page.contains("u1"), "{path} must hold no data");
     }
+    // Not a schedule id: refused, never echoed into the page's script.
+    let (status, kind, body) = call(&api, Method::GET, "/ui/schedules/a%20b", None, None).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::BAD_REQUEST, "application/problem+json")
+    );
+    assert_eq!(body["errors"][0]["field"], json!("schedule_id"));
     let (status, kind, body) = call(&api, Method::GET, "/ui/assets/app.js", None, None).await;
     assert_eq!(
         (status, kind.as_str()),
@@ -226,6 +233,19 @@ async fn runs_views_and_backfill_plan() {
         .execute(&pool)
         .await
         .expect("dead-letter");
+
+    // The listing's one-statement statistics tell what the schedule's own do.
+    let ids = ["s1".to_string(), "unknown".to_string()];
+    let many = kairos_store::overview::stats_for_many(&pool, &ids, 1000)
+        .await
+        .expect("stats of a page");
+    for (id, got) in ids.iter().zip(&many) {
+        let one = kairos_store::stats::for_schedule(&pool, id, 1000)
+            .await
+            .expect("stats of one");
+        assert_eq!(got, &one, "{id}");
+    }
+    assert_eq!((many[0].runs_examined, many[0].skipped_ticks), (3, 1));
 
     let get = |uri: &'static str| {
         let api = api.clone();

@@ -260,6 +260,62 @@ fn operator_page_in_chromium() {
     }
 }
 
+/// With `auth.mode = none` (the default, loopback only) the page asks for no token: the
+/// list shows at once and its buttons work.
+#[test]
+fn operator_page_without_auth() {
+    let served = Served::start("api", "ui_open");
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let base = format!("http://127.0.0.1:{}", served.port);
+        let http = reqwest::Client::new();
+        let answer = http
+            .post(format!("{base}/schedules/upsert"))
+            .json(&schedule("open-report", "0 7 * * *", "Asia/Tokyo", 0))
+            .send()
+            .await
+            .expect("upsert");
+        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+        let profile = tempfile::tempdir().expect("profile");
+        let client = browser(&driver, &profile).await;
+        client
+            .goto(&format!("{base}/ui/schedules/open-report"))
+            .await
+            .expect("open");
+        wait_text(&client, "#spec-words", "wall time in Asia/Tokyo").await;
+        wait_text(&client, "#upcoming", "JST (Asia/Tokyo)").await;
+        assert!(
+            !client
+                .find(Locator::Css("#token-panel"))
+                .await
+                .expect("token panel")
+                .is_displayed()
+                .await
+                .expect("displayed"),
+            "no token is asked for with auth.mode = none"
+        );
+        client
+            .find(Locator::Css("#pause-button"))
+            .await
+            .expect("pause button")
+            .click()
+            .await
+            .expect("pause");
+        wait_text(&client, "#flash", "Paused open-report.").await;
+        let got: Value = http
+            .get(format!("{base}/schedules/open-report"))
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(got["paused"], json!(true), "{got}");
+        client.close().await.expect("close browser");
+    });
+}
+
 async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     let base = format!("http://127.0.0.1:{}", served.port);
     let api = Api {

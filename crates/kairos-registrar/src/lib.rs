@@ -42,6 +42,7 @@ pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
 pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
+    LIST_STATS_WINDOW,
 };
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};

@@ -13,6 +13,10 @@ use crate::runs::BACKFILL_MAX_TICKS;
 use crate::schedules::{check_id, check_limit, not_found, timetable_of};
 use crate::{Error, Registrar, Result, Run};
 
+/// How many of each schedule's newest runs a listing's statistics look at (a page of 50
+/// schedules reads at most 5,000 index entries).
+pub const LIST_STATS_WINDOW: i64 = 100;
+
 /// One schedule of a listing, with what an operator looks for first.
 #[derive(Debug, Clone)]
 pub struct ScheduleRow {
@@ -20,7 +24,8 @@ pub struct ScheduleRow {
     pub schedule: Schedule,
     /// Its next tick at or after now (`None`: exhausted, or its spec no longer parses).
     pub next_fire: Option<DateTime<Utc>>,
-    /// Its last outcome, skipped and missed counts.
+    /// Its last outcome, skipped and missed counts (over its newest [`LIST_STATS_WINDOW`]
+    /// runs).
     pub stats: ScheduleStats,
 }
 
@@ -77,13 +82,17 @@ impl Registrar {
         let page = self.list(filter).await?;
         let mut tx = Tx::begin(self.pool()).await?;
         let now = self.now(&mut tx).await?;
+        let ids: Vec<String> = page
+            .schedules
+            .iter()
+            .map(|s| s.schedule_id.clone())
+            .collect();
+        let all_stats = overview::stats_for_many(&mut *tx, &ids, LIST_STATS_WINDOW).await?;
         let mut rows = Vec::with_capacity(page.schedules.len());
-        for schedule in page.schedules {
+        for (schedule, stats) in page.schedules.into_iter().zip(all_stats) {
             let next_fire = timetable_of(&mut tx, &schedule)
                 .await?
                 .and_then(|timetable| timetable.first_at_or_after(now));
-            let stats =
-                stats::for_schedule(&mut *tx, &schedule.schedule_id, stats::DEFAULT_WINDOW).await?;
             rows.push(ScheduleRow {
                 schedule,
                 next_fire,

@@ -55,7 +55,7 @@ pub async fn schedules(
                         th scope="col" { "Next fire" }
                         th scope="col" { "Paused" }
                         th scope="col" { "Last outcome" }
-                        th scope="col" { "Skipped / missed" }
+                        th scope="col" { "Skipped (last " (kairos_registrar::LIST_STATS_WINDOW) " runs) / missed" }
                     } }
                     tbody {
                         @for row in &page.rows { (schedule_row(row, page.now)) }

@@ -76,8 +76,12 @@
       content.append(problemBox("The request failed: " + e.message, 0));
       return;
     }
-    if (res.ok) {
+    var html = (res.headers.get("Content-Type") || "").indexOf("text/html") === 0;
+    if (res.ok && html) {
       content.innerHTML = await res.text();
+    } else if (res.ok) {
+      content.innerHTML = "";
+      content.append(problemBox("Unexpected answer (not an HTML fragment).", res.status));
     } else {
       var text = await problemText(res);
       content.innerHTML = "";
@@ -136,7 +140,9 @@
       var query = new URLSearchParams({ from: form.elements.from.value.trim(), to: form.elements.to.value.trim() });
       var res = await fetch("/ui/fragments/schedules/" + id + "/backfill?" + query, { headers: headers(false) });
       target.innerHTML = "";
-      if (res.ok) { target.innerHTML = await res.text(); } else { target.append(problemBox(await problemText(res), res.status)); }
+      if (res.ok && (res.headers.get("Content-Type") || "").indexOf("text/html") === 0) {
+        target.innerHTML = await res.text();
+      } else { target.append(problemBox(await problemText(res), res.status)); }
     },
     "cancel-form": function (form) {
       var key = form.dataset.key;
