@@ -103,16 +103,28 @@ fn screenshots_dir() -> PathBuf {
 
 /// Connects to chromedriver (retrying while it starts) with a headless Chromium.
 async fn browser(driver: &Driver, profile: &tempfile::TempDir) -> Client {
+    connect(driver, profile, None).await
+}
+
+/// A headless Chromium whose page is a 390x844 phone screen (a desktop window cannot be
+/// made that narrow).
+async fn phone(driver: &Driver, profile: &tempfile::TempDir) -> Client {
+    let metrics = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1.0}});
+    connect(driver, profile, Some(metrics)).await
+}
+
+async fn connect(driver: &Driver, profile: &tempfile::TempDir, mobile: Option<Value>) -> Client {
+    let mut options = json!({
+        "binary": "/usr/bin/chromium",
+        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,800", "--hide-scrollbars",
+                 format!("--user-data-dir={}", profile.path().display())],
+    });
+    if let Some(mobile) = mobile {
+        options["mobileEmulation"] = mobile;
+    }
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,800", "--hide-scrollbars",
-                     format!("--user-data-dir={}", profile.path().display())],
-        }),
-    );
+    caps.insert("goog:chromeOptions".into(), options);
     let deadline = Instant::now() + WAIT;
     loop {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -534,12 +546,26 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     wait_text(&client, "#content h1", "Runs").await;
     wait_text(&client, "#content p.muted", "longest in flight first").await;
 
-    // A phone-sized window.
-    set_viewport(&client, 390, 844).await;
-    client.goto(&format!("{base}/ui")).await.expect("list");
-    wait_text(&client, "tr[data-schedule='nightly-report']", "paused").await;
-    shots.push(screenshot(&client, "list-phone.png").await);
-    set_viewport(&client, 1280, 800).await;
+    // A phone: the list as cards, the page exactly as wide as the screen.
+    let phone_profile = tempfile::tempdir().expect("profile");
+    let handheld = phone(driver, &phone_profile).await;
+    handheld.goto(&format!("{base}/ui")).await.expect("list");
+    sign_in(&handheld, DEPLOYER).await;
+    wait_text(&handheld, "tr[data-schedule='nightly-report']", "paused").await;
+    let widths = handheld
+        .execute(
+            "return [window.innerWidth, document.documentElement.scrollWidth];",
+            vec![],
+        )
+        .await
+        .expect("widths");
+    assert_eq!(
+        widths,
+        json!([390, 390]),
+        "no sideways scrolling on a phone"
+    );
+    shots.push(screenshot(&handheld, "list-phone.png").await);
+    handheld.close().await.expect("close phone");
 
     // A reader: the same pages, no buttons.
     client
