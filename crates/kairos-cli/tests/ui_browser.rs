@@ -483,6 +483,15 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
         "{runs}"
     );
 
+    // The page reloads its fragment after the backfill: wait for the new runs.
+    let deadline = Instant::now() + WAIT;
+    while count(&client, "#runs tr.run").await != ticks + 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the backfilled runs never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
         !client
             .find(Locator::Css("#cancel-form"))
