@@ -4,65 +4,28 @@
 //!
 //! A deployer opens the list, finds a schedule and its next fire time, opens it, pauses it
 //! (seen paused through the API), triggers it (the run appears on the page), previews and
-//! runs a backfill, sees the Runs page and its in-flight view, and the list on a phone-sized
-//! window; a reader sees no buttons; a bad token is shown as a 401. Screenshots of each page
+//! runs a backfill, sees the Runs page and its in-flight view, and the list on a 390x844
+//! phone screen; a reader sees no buttons; a bad token is shown as a 401. Screenshots of each page
 //! are saved under `<CARGO_TARGET_TMPDIR>/ui-screenshots/`.
 //!
 //! If Chromium or chromedriver is missing or cannot start, the test fails: `.ci/run`
 //! installs both.
 
+#[path = "support/browser.rs"]
+mod browser;
 mod support;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::elements::Element;
-use fantoccini::{Client, ClientBuilder, Locator};
+use browser::{browser, count, phone, screenshot, set_viewport, sign_in, wait_text, Driver, WAIT};
+use fantoccini::Locator;
 use serde_json::{json, Value};
 use support::Served;
 
 const DEPLOYER: &str = "ui-deployer-secret";
 const READER: &str = "ui-reader-secret";
-/// Longest wait for anything the page does.
-const WAIT: Duration = Duration::from_secs(30);
-
-/// A chromedriver on a free loopback port, killed when dropped.
-struct Driver {
-    child: Child,
-    url: String,
-}
-
-impl Driver {
-    fn start() -> Driver {
-        let port = free_port();
-        let child = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver must be installed (apt-get install chromium-driver)");
-        Driver {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
-}
 
 fn sha256_hex(text: &str) -> String {
     let out = Command::new("sha256sum")
@@ -93,128 +56,6 @@ fn tokens_config(dir: &tempfile::TempDir) -> PathBuf {
     );
     std::fs::write(&path, text).expect("write config");
     path
-}
-
-fn screenshots_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
-    std::fs::create_dir_all(&dir).expect("screenshot folder");
-    dir
-}
-
-/// Connects to chromedriver (retrying while it starts) with a headless Chromium.
-async fn browser(driver: &Driver, profile: &tempfile::TempDir) -> Client {
-    connect(driver, profile, None).await
-}
-
-/// A headless Chromium whose page is a 390x844 phone screen (a desktop window cannot be
-/// made that narrow).
-async fn phone(driver: &Driver, profile: &tempfile::TempDir) -> Client {
-    let metrics = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1.0}});
-    connect(driver, profile, Some(metrics)).await
-}
-
-async fn connect(driver: &Driver, profile: &tempfile::TempDir, mobile: Option<Value>) -> Client {
-    let mut options = json!({
-        "binary": "/usr/bin/chromium",
-        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,800", "--hide-scrollbars",
-                 format!("--user-data-dir={}", profile.path().display())],
-    });
-    if let Some(mobile) = mobile {
-        options["mobileEmulation"] = mobile;
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert("goog:chromeOptions".into(), options);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        match ClientBuilder::new(connector)
-            .capabilities(caps.clone())
-            .connect(&driver.url)
-            .await
-        {
-            Ok(client) => return client,
-            Err(err) => {
-                assert!(
-                    Instant::now() < deadline,
-                    "Chromium did not start through chromedriver within {WAIT:?}: {err}"
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    }
-}
-
-/// Waits until `css` matches an element whose text contains `text`; that element.
-async fn wait_text(client: &Client, css: &str, text: &str) -> Element {
-    let deadline = Instant::now() + WAIT;
-    let mut last = String::new();
-    loop {
-        if let Ok(found) = client.find_all(Locator::Css(css)).await {
-            for element in found {
-                if let Ok(seen) = element.text().await {
-                    if seen.contains(text) {
-                        return element;
-                    }
-                    last = seen;
-                }
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {css:?} containing {text:?} within {WAIT:?}; last text seen: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn count(client: &Client, css: &str) -> usize {
-    client
-        .find_all(Locator::Css(css))
-        .await
-        .map(|v| v.len())
-        .unwrap_or(0)
-}
-
-async fn screenshot(client: &Client, name: &str) -> PathBuf {
-    let png = client.screenshot().await.expect("screenshot");
-    assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
-    let path = screenshots_dir().join(name);
-    std::fs::write(&path, png).expect("write screenshot");
-    path
-}
-
-/// Sizes the window so that the page itself (the viewport) is `width` x `height`.
-async fn set_viewport(client: &Client, width: u32, height: u32) {
-    client.set_window_size(width, height).await.expect("resize");
-    let chrome = client
-        .execute(
-            "return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];",
-            vec![],
-        )
-        .await
-        .expect("window frame");
-    let extra = |i: usize| u32::try_from(chrome[i].as_u64().unwrap_or(0)).unwrap_or(0);
-    client
-        .set_window_size(width + extra(0), height + extra(1))
-        .await
-        .expect("resize");
-}
-
-async fn sign_in(client: &Client, token: &str) {
-    wait_text(client, "#token-panel:not([hidden]) h2", "Sign in").await;
-    let input = client
-        .find(Locator::Css("#token"))
-        .await
-        .expect("token input");
-    input.send_keys(token).await.expect("type token");
-    client
-        .find(Locator::Css("#token-form button"))
-        .await
-        .expect("token button")
-        .click()
-        .await
-        .expect("use token");
 }
 
 /// The API as a client sees it, with the deployer token.
