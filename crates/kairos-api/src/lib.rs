@@ -3,7 +3,8 @@
 //!
 //! [`app`] builds the router from [`routes`], the single list of (method, path, role) that
 //! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);
-//! health routes and `GET /metrics` are open (the metrics carry no ids, only counts).
+//! health routes and `GET /metrics` are open (the metrics carry no ids, only counts), and
+//! so are the operator page's shells and assets (`/ui`, no data; see the `ui` module).
 
 mod attempts;
 mod body;
@@ -17,6 +18,7 @@ mod runs;
 mod schedules;
 mod serve;
 mod status;
+mod ui;
 mod wire;
 mod workflows;
 
@@ -212,6 +214,41 @@ pub fn routes() -> Vec<Route> {
             post(status::start),
         ),
         route(Method::GET, "/healthz", None, get(health::healthz)),
+        // The operator page (`kairos_ui`): open shells and assets, fragments for readers.
+        route(Method::GET, "/ui", None, get(ui::schedules_page)),
+        route(
+            Method::GET,
+            "/ui/schedules/{id}",
+            None,
+            get(ui::schedule_page),
+        ),
+        route(Method::GET, "/ui/runs", None, get(ui::runs_page)),
+        route(Method::GET, "/ui/assets/app.js", None, get(ui::script)),
+        route(Method::GET, "/ui/assets/app.css", None, get(ui::style)),
+        route(
+            Method::GET,
+            "/ui/fragments/schedules",
+            Some(Reader),
+            get(ui::schedules_fragment),
+        ),
+        route(
+            Method::GET,
+            "/ui/fragments/schedules/{id}",
+            Some(Reader),
+            get(ui::schedule_fragment),
+        ),
+        route(
+            Method::GET,
+            "/ui/fragments/schedules/{id}/backfill",
+            Some(Reader),
+            get(ui::backfill_fragment),
+        ),
+        route(
+            Method::GET,
+            "/ui/fragments/runs",
+            Some(Reader),
+            get(ui::runs_fragment),
+        ),
         route(Method::GET, "/readyz", None, get(health::readyz)),
         route(Method::GET, "/metrics", None, get(metrics::render)),
     ]

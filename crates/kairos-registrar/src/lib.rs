@@ -26,6 +26,7 @@ pub mod dag;
 mod dry_run;
 mod error;
 mod input;
+mod overview;
 mod rules;
 mod runs;
 mod schedules;
@@ -41,9 +42,14 @@ pub use input::{
 };
 pub use kairos_store::attempts::Attempt;
 pub use kairos_store::calendars::Calendar;
+pub use kairos_store::overview::RunFilter;
 pub use kairos_store::runs::Run;
 pub use kairos_store::schedules::Schedule;
 pub use kairos_store::stats::{RunRef, ScheduleStats};
+pub use overview::{
+    in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
+    LIST_STATS_WINDOW,
+};
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{

@@ -17,6 +17,7 @@ pub mod chains;
 pub mod dispatch;
 pub mod outbox;
 mod outcome;
+pub mod overview;
 pub mod planning;
 pub mod retention;
 pub mod runs;

@@ -86,7 +86,7 @@ struct Row {
 /// A run counts as launched once it was published (`published_at`), is or was in flight,
 /// or an executor reported on it (the dispatcher may have died between the PubAck and
 /// recording it: the run is `STARTED` or finished with no `published_at`).
-const LAUNCHED: &str = "(published_at is not null or started_at is not null \
+pub(crate) const LAUNCHED: &str = "(published_at is not null or started_at is not null \
     or executor_id is not null or status in ('ENQUEUED', 'STARTED', 'SUCCESS', 'TIMED_OUT'))";
 
 /// The statistics of `schedule_id` over its newest `window` runs. A deleted schedule still

@@ -80,7 +80,8 @@ pub fn router(pool: PgPool, now: &str) -> Router {
     )
 }
 
-/// One request; answers status, content type and the JSON body (`Null` when empty).
+/// One request; answers status, content type and the JSON body (`Null` when empty, a
+/// string for a `text/*` answer).
 pub async fn call(
     router: &Router,
     method: Method,
@@ -125,6 +126,9 @@ pub async fn call_raw(
         .to_bytes();
     let json = if bytes.is_empty() {
         Value::Null
+    } else if kind.starts_with("text/") {
+        // The operator page's HTML fragments.
+        Value::String(String::from_utf8_lossy(&bytes).into_owned())
     } else {
         serde_json::from_slice(&bytes).expect("json answer")
     };

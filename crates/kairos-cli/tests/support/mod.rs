@@ -49,6 +49,12 @@ impl Served {
     /// Starts `kairos serve --roles <roles>` against `nats` (running or not) and waits only
     /// until the process answers `/healthz`.
     pub fn launch(roles: &str, db_tag: &str, nats: NatsServer) -> Served {
+        Served::launch_with(roles, db_tag, nats, &[])
+    }
+
+    /// [`Served::launch`] with more arguments after `serve --roles <roles>` (e.g.
+    /// `--config FILE`).
+    pub fn launch_with(roles: &str, db_tag: &str, nats: NatsServer, extra: &[&str]) -> Served {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
@@ -61,6 +67,7 @@ impl Served {
         );
         let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
             .args(["serve", "--roles", roles])
+            .args(extra)
             .env("DATABASE_URL", &db_url)
             .env("KAIROS_NATS__URL", nats.url())
             .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))

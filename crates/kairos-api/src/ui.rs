@@ -1,0 +1,138 @@
+//! The operator page's routes (`/ui`, rendered by `kairos_ui`). The shells and assets hold
+//! no data and are open, since a browser navigation cannot carry a bearer token; the
+//! fragments their script fetches are behind the reader role like the JSON reads, and show
+//! the action buttons only to a caller the deployer role allows. The actions themselves are
+//! the JSON API's routes.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{Html, IntoResponse, Response};
+use kairos_auth::{AuthMode, Role};
+use kairos_ui::{Page, Params, Viewer};
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Only this origin's script and style; never framed (clickjacking).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+    img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+fn with_headers(mut response: Response, content_type: &'static str) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+fn shell(state: &AppState, page: &Page) -> Response {
+    let mode = match state.auth.mode() {
+        AuthMode::None => "none",
+        AuthMode::Tokens => "tokens",
+        AuthMode::Jwt => "jwt",
+    };
+    let html = Html(kairos_ui::shell(page, mode)).into_response();
+    with_headers(html, "text/html; charset=utf-8")
+}
+
+fn fragment(result: Result<String, kairos_registrar::Error>) -> Result<Response, ApiError> {
+    let html = Html(result?).into_response();
+    Ok(with_headers(html, "text/html; charset=utf-8"))
+}
+
+/// The caller as the fragments see it: may it deploy? (The route already required reader.)
+fn viewer(state: &AppState, headers: &HeaderMap) -> Viewer {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("\u{0}"));
+    Viewer {
+        can_write: state.auth.authorize(authorization, Role::Deployer).is_ok(),
+    }
+}
+
+/// `GET /ui`: the schedules list's shell.
+pub(crate) async fn schedules_page(State(state): State<AppState>) -> Response {
+    shell(&state, &Page::Schedules)
+}
+
+/// `GET /ui/schedules/{id}`: a schedule's shell. The id must be a schedule id (it becomes
+/// the path the script fetches with the caller's token).
+pub(crate) async fn schedule_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    kairos_core::validate_id("schedule_id", &id)
+        .map_err(|err| kairos_registrar::Error::invalid("schedule_id", err.to_string()))?;
+    Ok(shell(&state, &Page::Schedule(id)))
+}
+
+/// `GET /ui/runs`: the runs page's shell.
+pub(crate) async fn runs_page(State(state): State<AppState>) -> Response {
+    shell(&state, &Page::Runs)
+}
+
+/// `GET /ui/assets/app.js`.
+pub(crate) async fn script() -> Response {
+    with_headers(
+        kairos_ui::SCRIPT.into_response(),
+        "text/javascript; charset=utf-8",
+    )
+}
+
+/// `GET /ui/assets/app.css`.
+pub(crate) async fn style() -> Response {
+    with_headers(kairos_ui::STYLE.into_response(), "text/css; charset=utf-8")
+}
+
+/// `GET /ui/fragments/schedules?workflow_id=&user_id=&paused=&cursor=`.
+pub(crate) async fn schedules_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    fragment(kairos_ui::schedules(&state.registrar, Params::new(params), viewer).await)
+}
+
+/// `GET /ui/fragments/schedules/{id}`.
+pub(crate) async fn schedule_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    fragment(kairos_ui::schedule(&state.registrar, &id, Params::new(params), viewer).await)
+}
+
+/// `GET /ui/fragments/schedules/{id}/backfill?from=&to=`: the ticks a backfill would create.
+pub(crate) async fn backfill_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    let params = Params::new(params);
+    fragment(kairos_ui::backfill_plan(&state.registrar, &id, params, viewer).await)
+}
+
+/// `GET /ui/fragments/runs?view=&status=&schedule_id=&workflow_id=`.
+pub(crate) async fn runs_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    fragment(kairos_ui::runs(&state.registrar, Params::new(params), viewer).await)
+}

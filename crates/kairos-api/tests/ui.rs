@@ -1,0 +1,306 @@
+//! The operator page's routes through the real router on a real database: open shells with
+//! no data, fragments behind the reader role with buttons only for a deployer, the schedule
+//! page's DST and jitter marks and "why", the runs views, the backfill plan, and bad
+//! parameters as problem+json naming the parameter.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::{call, router, ts, DEPLOYER, READER};
+use kairos_core::{RunKey, RunSource, RunStatus};
+use kairos_store::runs::{self, NewRun};
+use kairos_testkit::sqlx;
+use kairos_testkit::TestDb;
+use serde_json::{json, Value};
+
+/// Three days before the 2026 spring-forward in New York (2026-03-08, 02:00 → 03:00).
+const NOW: &str = "2026-03-05T12:00:00Z";
+
+async fn upsert(api: &axum::Router, body: Value) {
+    let (status, _, answer) = call(
+        api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+}
+
+fn html(answer: &Value) -> &str {
+    answer.as_str().expect("an HTML answer")
+}
+
+async fn insert_run(pool: &kairos_store::PgPool, id: &str, at: &str, status: RunStatus) -> String {
+    let key = RunKey::tick(id, ts(at)).as_str().to_string();
+    let run = NewRun {
+        idempotency_key: key.clone(),
+        schedule_id: id.into(),
+        run_at: ts(at),
+        fire_at: ts(at),
+        status,
+        source: RunSource::Schedule,
+        overlap: None,
+        workflow_id: "wa".into(),
+        version: 1,
+        user_id: "u1".into(),
+    };
+    runs::insert(pool, &run, ts(at)).await.expect("insert run");
+    key
+}
+
+#[tokio::test]
+async fn shells_are_open_and_hold_no_data() {
+    let db = TestDb::new().await;
+    let api = router(db.pool(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "secret-schedule", "workflow_id": "wa", "version": 1,
+               "user_id": "u1", "cron_expr": "0 7 * * *", "timezone": "UTC"}),
+    )
+    .await;
+    for path in ["/ui", "/ui/schedules/secret-schedule", "/ui/runs"] {
+        let (status, kind, body) = call(&api, Method::GET, path, None, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(kind, "text/html; charset=utf-8", "{path}");
+        let page = html(&body);
+        assert!(page.contains("data-auth=\"tokens\""), "{path}: {page}");
+        assert!(page.contains("/ui/assets/app.js"), "{path}");
+        assert!(!page.contains("u1"), "{path} must hold no data");
+    }
+    // Not a schedule id: refused, never echoed into the page's script.
+    let (status, kind, body) = call(&api, Method::GET, "/ui/schedules/a%20b", None, None).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::BAD_REQUEST, "application/problem+json")
+    );
+    assert_eq!(body["errors"][0]["field"], json!("schedule_id"));
+    let (status, kind, body) = call(&api, Method::GET, "/ui/assets/app.js", None, None).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::OK, "text/javascript; charset=utf-8")
+    );
+    assert!(html(&body).contains("sessionStorage"));
+    let (status, kind, _) = call(&api, Method::GET, "/ui/assets/app.css", None, None).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::OK, "text/css; charset=utf-8")
+    );
+}
+
+#[tokio::test]
+async fn fragments_need_a_reader_and_show_buttons_only_to_a_deployer() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "0 7 * * *", "timezone": "America/New_York"}),
+    )
+    .await;
+    insert_run(&pool, "s1", "2026-03-05T11:00:00Z", RunStatus::Enqueued).await;
+    for path in [
+        "/ui/fragments/schedules",
+        "/ui/fragments/schedules/s1",
+        "/ui/fragments/runs",
+    ] {
+        let (status, kind, _) = call(&api, Method::GET, path, None, None).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::UNAUTHORIZED, "application/problem+json"),
+            "{path}"
+        );
+        let (status, _, body) = call(&api, Method::GET, path, Some(READER), None).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let page = html(&body);
+        assert!(page.contains("data-role=\"reader\""), "{path}");
+        for control in [
+            "pause-button",
+            "trigger-button",
+            "backfill-form",
+            "class=\"cancel\"",
+        ] {
+            assert!(
+                !page.contains(control),
+                "{path}: a reader sees no {control}"
+            );
+        }
+    }
+    let (_, _, body) = call(
+        &api,
+        Method::GET,
+        "/ui/fragments/schedules/s1",
+        Some(DEPLOYER),
+        None,
+    )
+    .await;
+    let page = html(&body);
+    for control in [
+        "pause-button",
+        "trigger-button",
+        "backfill-form",
+        "class=\"cancel\"",
+    ] {
+        assert!(page.contains(control), "a deployer sees {control}");
+    }
+    let (_, _, body) = call(
+        &api,
+        Method::GET,
+        "/ui/fragments/schedules",
+        Some(READER),
+        None,
+    )
+    .await;
+    let page = html(&body);
+    // The next fire time in the schedule's zone and in UTC.
+    assert!(
+        page.contains("2026-03-05 07:00:00 EST (America/New_York)"),
+        "{page}"
+    );
+    assert!(page.contains("2026-03-05 12:00:00 UTC"), "{page}");
+}
+
+#[tokio::test]
+async fn schedule_page_marks_dst_and_jitter_and_says_why() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "early", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "30 2 * * *", "timezone": "America/New_York", "jitter_ms": 60000}),
+    )
+    .await;
+    // A planned tick, then a pause cancels it: the why of the page.
+    insert_run(&pool, "early", "2026-03-06T07:30:00Z", RunStatus::Pending).await;
+    let (status, _, _) = call(
+        &api,
+        Method::POST,
+        "/schedules/pause",
+        Some(DEPLOYER),
+        Some(json!({"schedule_id": "early", "paused": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _, body) = call(
+        &api,
+        Method::GET,
+        "/ui/fragments/schedules/early",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let page = html(&body);
+    assert!(
+        page.contains("at 02:30, every day, wall time in America/New_York"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Why the last tick did not launch: </strong>CANCELLED: paused"),
+        "{page}"
+    );
+    assert!(page.matches("<tr>").count() >= 10, "{page}");
+    // 2026-03-08 02:30 does not exist in New York: shifted to the jump.
+    assert!(page.contains("DST gap: 02:30 did not exist"), "{page}");
+    assert!(
+        page.contains("2026-03-08 03:00:00 EDT (America/New_York)"),
+        "{page}"
+    );
+    assert_eq!(page.matches("class=\"mark jitter\"").count(), 10, "{page}");
+    assert!(page.contains("±60000"), "{page}");
+}
+
+#[tokio::test]
+async fn runs_views_and_backfill_plan() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "0 7 * * *", "timezone": "UTC"}),
+    )
+    .await;
+    let flying = insert_run(&pool, "s1", "2026-03-05T10:00:00Z", RunStatus::Enqueued).await;
+    let done = insert_run(&pool, "s1", "2026-03-04T07:00:00Z", RunStatus::Skipped).await;
+    let dead = insert_run(&pool, "s1", "2026-03-03T07:00:00Z", RunStatus::Failed).await;
+    sqlx::query("update schedule_runs set dead_lettered_at = $2 where idempotency_key = $1")
+        .bind(&dead)
+        .bind(ts("2026-03-03T08:00:00Z"))
+        .execute(&pool)
+        .await
+        .expect("dead-letter");
+
+    // The listing's one-statement statistics tell what the schedule's own do.
+    let ids = ["s1".to_string(), "unknown".to_string()];
+    let many = kairos_store::overview::stats_for_many(&pool, &ids, 1000)
+        .await
+        .expect("stats of a page");
+    for (id, got) in ids.iter().zip(&many) {
+        let one = kairos_store::stats::for_schedule(&pool, id, 1000)
+            .await
+            .expect("stats of one");
+        assert_eq!(got, &one, "{id}");
+    }
+    assert_eq!((many[0].runs_examined, many[0].skipped_ticks), (3, 1));
+
+    let get = |uri: &'static str| {
+        let api = api.clone();
+        async move {
+            let (status, _, body) = call(&api, Method::GET, uri, Some(DEPLOYER), None).await;
+            assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+            body.as_str().expect("html").to_string()
+        }
+    };
+    let recent = get("/ui/fragments/runs").await;
+    for key in [&flying, &done, &dead] {
+        assert!(recent.contains(key.as_str()), "{recent}");
+    }
+    let skipped = get("/ui/fragments/runs?status=SKIPPED&schedule_id=s1&workflow_id=wa").await;
+    assert!(skipped.contains(done.as_str()) && !skipped.contains(flying.as_str()));
+    let in_flight = get("/ui/fragments/runs?view=in_flight").await;
+    assert!(in_flight.contains(flying.as_str()) && !in_flight.contains(done.as_str()));
+    // Enqueued at 10:00 (no publish time recorded): two hours at the pinned now.
+    assert!(in_flight.contains("in flight for 2h 0m"), "{in_flight}");
+    let dead_letters = get("/ui/fragments/runs?view=dead_letters").await;
+    assert!(dead_letters.contains(dead.as_str()) && !dead_letters.contains(done.as_str()));
+    assert!(dead_letters.contains("class=\"retry\""), "{dead_letters}");
+
+    let plan = get(
+        "/ui/fragments/schedules/s1/backfill?from=2026-03-01T00:00:00Z&to=2026-03-04T00:00:00Z",
+    )
+    .await;
+    assert!(plan.contains("data-total=\"3\""), "{plan}");
+    assert!(plan.contains("backfill-confirm"), "{plan}");
+
+    for (uri, field) in [
+        ("/ui/fragments/runs?status=NOPE", "status"),
+        ("/ui/fragments/runs?view=all", "view"),
+        ("/ui/fragments/schedules?bogus=1", "bogus"),
+        ("/ui/fragments/schedules?paused=maybe", "paused"),
+        (
+            "/ui/fragments/schedules/s1/backfill?from=2026-03-01T00:00:00Z",
+            "to",
+        ),
+    ] {
+        let (status, kind, body) = call(&api, Method::GET, uri, Some(READER), None).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::BAD_REQUEST, "application/problem+json"),
+            "{uri}"
+        );
+        assert_eq!(body["errors"][0]["field"], json!(field), "{uri}: {body}");
+    }
+    let (status, _, _) = call(
+        &api,
+        Method::GET,
+        "/ui/fragments/schedules/nope",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,119 @@
+//! The operator page of kairos (`/ui`): what a person opens to see schedules and runs and to
+//! act on them.
+//!
+//! The page is in two parts, so that it needs nothing the API does not already check:
+//! - a **shell** per page ([`shell`]): static HTML with no data, served without auth (a
+//!   browser navigation cannot carry a bearer token), plus the script and style compiled in
+//!   ([`SCRIPT`], [`STYLE`]);
+//! - **fragments** ([`schedules`], [`schedule`], [`backfill_plan`], [`runs`]): server-rendered
+//!   HTML the shell's script fetches with the bearer token kept in the tab's
+//!   `sessionStorage`. The API serves them behind the same role check as its JSON reads
+//!   (reader) and renders the registrar's answers; a caller who may deploy gets the action
+//!   buttons, a reader none.
+//!
+//! Every action (pause, resume, trigger, backfill, retry, cancel) is a same-origin `fetch`
+//! of the public JSON API, so its auth, validation, JSON-only and Origin checks apply as
+//! to any client, and its problem+json answers are shown as they come.
+//!
+//! This crate renders; it knows no HTTP status codes (the API maps [`kairos_registrar::Error`]).
+
+mod list;
+mod params;
+mod runs;
+mod schedule;
+mod time;
+mod words;
+
+pub use list::schedules;
+pub use params::Params;
+pub use runs::runs;
+pub use schedule::{backfill_plan, schedule};
+pub use words::describe;
+
+use maud::{html, Markup, DOCTYPE};
+
+/// The page's script (`/ui/assets/app.js`).
+pub const SCRIPT: &str = include_str!("assets/app.js");
+/// The page's style sheet (`/ui/assets/app.css`).
+pub const STYLE: &str = include_str!("assets/app.css");
+
+/// What the fragment renderers need to know about the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Viewer {
+    /// The caller may deploy: the page shows the action buttons.
+    pub can_write: bool,
+}
+
+/// The pages of the operator page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Page {
+    /// `/ui`: the schedules list.
+    Schedules,
+    /// `/ui/schedules/{id}`: one schedule.
+    Schedule(String),
+    /// `/ui/runs`: runs across schedules.
+    Runs,
+}
+
+impl Page {
+    fn title(&self) -> String {
+        match self {
+            Page::Schedules => "Schedules".to_string(),
+            Page::Schedule(id) => format!("Schedule {id}"),
+            Page::Runs => "Runs".to_string(),
+        }
+    }
+
+    /// The fragment the shell loads (its query string is the page's own).
+    fn fragment(&self) -> String {
+        match self {
+            Page::Schedules => "/ui/fragments/schedules".to_string(),
+            Page::Schedule(id) => format!("/ui/fragments/schedules/{id}"),
+            Page::Runs => "/ui/fragments/runs".to_string(),
+        }
+    }
+}
+
+/// The shell of `page`: navigation, the token form, and a placeholder the script fills with
+/// the page's fragment. `auth_mode` (`none`, `tokens`, `jwt`) tells the script whether to
+/// ask for a bearer token. Holds no data, so it is served without auth.
+pub fn shell(page: &Page, auth_mode: &str) -> String {
+    let markup: Markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "kairos · " (page.title()) }
+                link rel="stylesheet" href="/ui/assets/app.css";
+            }
+            body data-auth=(auth_mode) data-fragment=(page.fragment()) {
+                a.skip href="#content" { "Skip to content" }
+                header.top {
+                    a.brand href="/ui" { "kairos" }
+                    nav aria-label="Main" {
+                        a href="/ui" aria-current=[(*page == Page::Schedules).then_some("page")] { "Schedules" }
+                        a href="/ui/runs" aria-current=[(*page == Page::Runs).then_some("page")] { "Runs" }
+                    }
+                    button #forget type="button" hidden { "Forget token" }
+                }
+                section #token-panel hidden aria-labelledby="token-title" {
+                    h2 #token-title { "Sign in" }
+                    p { "This kairos requires a bearer token. It is kept in this browser tab only (session storage) and sent with each request." }
+                    form #token-form {
+                        label for="token" { "Bearer token" }
+                        input #token name="token" type="password" autocomplete="off" required;
+                        button type="submit" { "Use token" }
+                    }
+                }
+                div #flash role="status" aria-live="polite" {}
+                main #content tabindex="-1" aria-busy="true" {
+                    p.muted { "Loading…" }
+                    noscript { p { "This page needs JavaScript to send your token with each request." } }
+                }
+                script src="/ui/assets/app.js" {}
+            }
+        }
+    };
+    markup.into_string()
+}

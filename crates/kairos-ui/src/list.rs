@@ -1,0 +1,182 @@
+//! The schedules list (`/ui`): each schedule with its next fire time in its zone and in UTC,
+//! paused state, last outcome and skipped and missed counts; filters and cursor paging over
+//! `GET /schedules`' keyset listing (primary key order, so a page costs the same at any
+//! depth of a million schedules).
+
+use kairos_registrar::{Registrar, ScheduleRow};
+use kairos_store::schedules::ListFilter;
+use maud::{html, Markup};
+
+use crate::params::Params;
+use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::Viewer;
+
+/// Rows per page.
+const PAGE_SIZE: i64 = 50;
+
+/// The schedules fragment for the query `params` (`workflow_id`, `user_id`, `paused`,
+/// `cursor`).
+///
+/// # Errors
+/// [`kairos_registrar::Error::Invalid`] for a bad parameter; a store error.
+pub async fn schedules(
+    registrar: &Registrar,
+    params: Params,
+    viewer: Viewer,
+) -> Result<String, kairos_registrar::Error> {
+    let mut params = params;
+    let filter = ListFilter {
+        workflow_id: params.text("workflow_id"),
+        user_id: params.text("user_id"),
+        paused: params.boolean("paused"),
+        after: params.text("cursor"),
+        limit: PAGE_SIZE,
+    };
+    params.finish()?;
+    let page = registrar.schedule_rows(&filter).await?;
+    let next = page
+        .next_cursor
+        .as_deref()
+        .map(|cursor| page_link(&filter, cursor));
+    let markup = html! {
+        h1 { "Schedules" }
+        (role_note(viewer))
+        (filters(&filter))
+        @if page.rows.is_empty() {
+            p.empty { "No schedule matches." }
+        } @else {
+            div.table-wrap {
+                table.schedules {
+                    caption.visually-hidden { "Schedules, next fire time in the schedule's zone and in UTC" }
+                    thead { tr {
+                        th scope="col" { "Schedule" }
+                        th scope="col" { "Workflow" }
+                        th scope="col" { "Spec" }
+                        th scope="col" { "Next fire" }
+                        th scope="col" { "Paused" }
+                        th scope="col" { "Last outcome" }
+                        th scope="col" { "Skipped (last " (kairos_registrar::LIST_STATS_WINDOW) " runs) / missed" }
+                    } }
+                    tbody {
+                        @for row in &page.rows { (schedule_row(row, page.now)) }
+                    }
+                }
+            }
+        }
+        nav.pager aria-label="Pages" {
+            @if filter.after.is_some() {
+                a href=(first_link(&filter)) { "← First page" }
+            }
+            @if let Some(next) = next {
+                a #next-page href=(next) { "Next page →" }
+            }
+        }
+    };
+    Ok(markup.into_string())
+}
+
+fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup {
+    let s = &row.schedule;
+    let last = row.stats.last_fire.as_ref();
+    html! {
+        tr data-schedule=(s.schedule_id) {
+            td data-label="Schedule" {
+                a.schedule-link href=(format!("/ui/schedules/{}", s.schedule_id)) { (s.schedule_id) }
+            }
+            td data-label="Workflow" { (s.workflow_id) " v" (s.version) br; small.muted { "user " (s.user_id) } }
+            td data-label="Spec" { code { (s.cron_expr) } br; small.muted { (s.timezone) } }
+            td.next-fire data-label="Next fire" {
+                @match row.next_fire {
+                    Some(at) => {
+                        time datetime=(rfc3339(at)) { (in_zone(at, &s.timezone)) }
+                        br; small { (utc(at)) " · " (relative(at, now)) }
+                    }
+                    None => { span.muted { "none (exhausted or not plannable)" } }
+                }
+            }
+            td data-label="Paused" {
+                @if s.paused { span.badge.paused { "paused" } } @else { span.muted { "no" } }
+                @if let Some(note) = s.pause_note.as_deref().filter(|_| s.paused) {
+                    br; small.pause-note { (note) }
+                }
+            }
+            td data-label="Last outcome" {
+                @match last {
+                    Some(run) => {
+                        span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
+                        br; small { (in_zone(run.run_at, &s.timezone)) }
+                    }
+                    None => { span.muted { "never launched" } }
+                }
+            }
+            td data-label="Skipped / missed" {
+                (row.stats.skipped_ticks) " / " (row.stats.missed_ticks)
+            }
+        }
+    }
+}
+
+/// A line telling a reader why there are no buttons.
+pub(crate) fn role_note(viewer: Viewer) -> Markup {
+    html! {
+        @if viewer.can_write {
+            p.role #role data-role="deployer" { "You may act on schedules and runs (deployer)." }
+        } @else {
+            p.role #role data-role="reader" { "Read only: actions need the deployer role." }
+        }
+    }
+}
+
+fn filters(filter: &ListFilter) -> Markup {
+    let paused = filter.paused.map(|p| p.to_string()).unwrap_or_default();
+    html! {
+        form.filters #schedule-filters method="get" action="/ui" {
+            div.field {
+                label for="f-workflow" { "Workflow" }
+                input #f-workflow name="workflow_id" value=(filter.workflow_id.clone().unwrap_or_default());
+            }
+            div.field {
+                label for="f-user" { "User" }
+                input #f-user name="user_id" value=(filter.user_id.clone().unwrap_or_default());
+            }
+            div.field {
+                label for="f-paused" { "Paused" }
+                select #f-paused name="paused" {
+                    option value="" selected[paused.is_empty()] { "any" }
+                    option value="true" selected[paused == "true"] { "paused" }
+                    option value="false" selected[paused == "false"] { "not paused" }
+                }
+            }
+            button type="submit" { "Filter" }
+        }
+    }
+}
+
+fn query(filter: &ListFilter, cursor: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    if let Some(w) = &filter.workflow_id {
+        parts.push(format!("workflow_id={w}"));
+    }
+    if let Some(u) = &filter.user_id {
+        parts.push(format!("user_id={u}"));
+    }
+    if let Some(p) = filter.paused {
+        parts.push(format!("paused={p}"));
+    }
+    if let Some(c) = cursor {
+        parts.push(format!("cursor={c}"));
+    }
+    if parts.is_empty() {
+        "/ui".to_string()
+    } else {
+        format!("/ui?{}", parts.join("&"))
+    }
+}
+
+fn page_link(filter: &ListFilter, cursor: &str) -> String {
+    query(filter, Some(cursor))
+}
+
+fn first_link(filter: &ListFilter) -> String {
+    query(filter, None)
+}

@@ -1,0 +1,271 @@
+//! One schedule (`/ui/schedules/{id}`): every field, the spec in words, the next ten fire
+//! times with DST rules and jitter marked, why the last tick did not launch, its runs, and
+//! (for a deployer) the pause, trigger, backfill, cancel and retry controls.
+
+use chrono::{DateTime, Utc};
+use kairos_core::{DstNote, Occurrence};
+use kairos_registrar::{Registrar, Schedule, ScheduleDetail, Upcoming};
+use maud::{html, Markup};
+
+use crate::list::role_note;
+use crate::params::Params;
+use crate::runs::run_table;
+use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::words::describe;
+use crate::Viewer;
+
+/// Upcoming ticks shown.
+const UPCOMING: usize = 10;
+/// Runs shown, newest first.
+const RUNS: i64 = 50;
+/// Ticks of a backfill plan listed (the total is always given).
+const PLAN_SHOWN: usize = 50;
+
+/// The fragment of schedule `id`; no query parameters.
+///
+/// # Errors
+/// [`kairos_registrar::Error::NotFound`], `Invalid` for a bad id or parameter; a store error.
+pub async fn schedule(
+    registrar: &Registrar,
+    id: &str,
+    params: Params,
+    viewer: Viewer,
+) -> Result<String, kairos_registrar::Error> {
+    params.finish()?;
+    let detail = registrar.schedule_detail(id, UPCOMING).await?;
+    let runs = registrar.runs(id, None, RUNS).await?;
+    let s = &detail.schedule;
+    let markup = html! {
+        p.crumbs { a href="/ui" { "← Schedules" } }
+        h1 { "Schedule " span #schedule-id { (s.schedule_id) }
+            @if s.paused { " " span.badge.paused #paused-badge { "paused" } } }
+        @if let Some(note) = s.pause_note.as_deref().filter(|_| s.paused) {
+            p.pause-note #pause-note-text { "Paused: " (note) }
+        }
+        (role_note(viewer))
+        p.words #spec-words { "Fires " (describe(&s.cron_expr, &s.timezone)) "." }
+        @if let Some(why) = detail.stats.why() {
+            p.why #why role="note" { strong { "Why the last tick did not launch: " } (why) }
+        }
+        @if viewer.can_write { (actions(s)) }
+        section aria-labelledby="upcoming-title" {
+            h2 #upcoming-title { "Next " (detail.upcoming.len()) " fire times" }
+            (upcoming(&detail))
+        }
+        section aria-labelledby="runs-title" {
+            h2 #runs-title { "Runs, newest first" }
+            (run_table(&runs, detail.now, Some(&s.timezone), viewer, false))
+        }
+        section aria-labelledby="fields-title" {
+            h2 #fields-title { "All fields" }
+            (fields(&detail))
+        }
+    };
+    Ok(markup.into_string())
+}
+
+fn actions(s: &Schedule) -> Markup {
+    html! {
+        section.actions #actions aria-label="Actions" {
+            form.action #pause-form data-schedule=(s.schedule_id) data-paused=(s.paused) {
+                div.field {
+                    label for="pause-note" { @if s.paused { "Resume note (optional)" } @else { "Pause note (optional)" } }
+                    input #pause-note name="note" maxlength="1000" placeholder="why";
+                }
+                button #pause-button type="submit" { @if s.paused { "Resume" } @else { "Pause" } }
+            }
+            form.action #trigger-form data-schedule=(s.schedule_id) {
+                button #trigger-button type="submit" { "Trigger now" }
+            }
+            form.action #backfill-form data-schedule=(s.schedule_id) {
+                div.field {
+                    label for="backfill-from" { "Backfill from (UTC, RFC 3339)" }
+                    input #backfill-from name="from" placeholder="2026-03-01T00:00:00Z" required;
+                }
+                div.field {
+                    label for="backfill-to" { "to (UTC, RFC 3339)" }
+                    input #backfill-to name="to" placeholder="2026-03-02T00:00:00Z" required;
+                }
+                button #backfill-preview type="submit" { "Show ticks" }
+            }
+            div #backfill-plan aria-live="polite" {}
+        }
+    }
+}
+
+fn upcoming(detail: &ScheduleDetail) -> Markup {
+    let zone = &detail.schedule.timezone;
+    let jitter = detail.schedule.jitter_ms;
+    html! {
+        @if detail.upcoming.is_empty() {
+            p.empty { "No upcoming fire time (exhausted, past its end, or its spec no longer parses)." }
+        } @else {
+            div.table-wrap { table.upcoming #upcoming {
+                thead { tr {
+                    th scope="col" { "#" }
+                    th scope="col" { "Tick (" (zone) ")" }
+                    th scope="col" { "Tick (UTC)" }
+                    th scope="col" { "Fires at (UTC, with jitter)" }
+                    th scope="col" { "Note" }
+                } }
+                tbody { @for (i, tick) in detail.upcoming.iter().enumerate() {
+                    tr {
+                        td data-label="#" { (i + 1) }
+                        td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } }
+                        td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
+                        td data-label="Fires at" { (fire_cell(tick, jitter)) }
+                        td data-label="Note" { (note_cell(tick, zone)) }
+                    }
+                } }
+            } }
+        }
+    }
+}
+
+fn fire_cell(tick: &Upcoming, jitter_ms: i32) -> Markup {
+    let offset = (tick.fire_at - tick.at).num_milliseconds();
+    html! {
+        @if jitter_ms == 0 {
+            (utc(tick.fire_at))
+        } @else {
+            (tick.fire_at.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
+            " " span.mark.jitter { "jitter " (format!("{offset:+}")) " ms (±" (jitter_ms) ")" }
+        }
+    }
+}
+
+fn note_cell(tick: &Upcoming, zone: &str) -> Markup {
+    html! {
+        @match &tick.note.dst {
+            Some(DstNote::Shifted { wall, source }) => {
+                span.mark.dst { "DST gap: " (wall.format("%H:%M")) " did not exist; shifted to the jump (dst_gap=shift, " (source.as_str()) ")" }
+            }
+            Some(DstNote::Fold { occurrence, fold, source }) => {
+                span.mark.dst { "DST repeated hour: "
+                    (match occurrence { Occurrence::First => "first", Occurrence::Second => "second" })
+                    " pass (dst_fold=" (fold.to_string()) ", " (source.as_str()) ")" }
+            }
+            None => {}
+        }
+        @if let Some(from) = tick.note.rolled_from {
+            span.mark.roll { "rolled from " (in_zone(from, zone)) }
+        }
+    }
+}
+
+fn fields(detail: &ScheduleDetail) -> Markup {
+    let s = &detail.schedule;
+    let z = &s.timezone;
+    let opt = |at: Option<DateTime<Utc>>| at.map_or_else(|| "—".to_string(), |at| in_zone(at, z));
+    let r = &s.rules;
+    let f = &s.failure;
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "Workflow",
+            format!("{} version {}", s.workflow_id, s.version),
+        ),
+        ("User", s.user_id.clone()),
+        ("Spec", s.cron_expr.clone()),
+        ("Time zone", s.timezone.clone()),
+        ("Start at", opt(s.start_at)),
+        ("End at", opt(s.end_at)),
+        ("Next tick to plan", opt(s.next_run_at)),
+        ("Paused", s.paused.to_string()),
+        ("Pause note", s.pause_note.clone().unwrap_or_default()),
+        (
+            "Runs left",
+            s.remaining_runs()
+                .map_or_else(|| "no limit".to_string(), |n| n.to_string()),
+        ),
+        ("Jitter", format!("±{} ms", s.jitter_ms)),
+        ("Overlap policy", s.overlap_policy.to_string()),
+        ("Catch-up policy", s.catchup_policy.to_string()),
+        ("Priority", s.priority.to_string()),
+        (
+            "Max run seconds",
+            s.max_run_seconds.map_or("—".into(), |v| v.to_string()),
+        ),
+        ("Max attempts", f.max_attempts.to_string()),
+        (
+            "Retry intervals (s)",
+            debug_or_dash(f.retry_intervals_s.as_ref()),
+        ),
+        (
+            "Heartbeat timeout (s)",
+            debug_or_dash(f.heartbeat_timeout_s.as_ref()),
+        ),
+        (
+            "Start timeout (s)",
+            debug_or_dash(f.start_timeout_s.as_ref()),
+        ),
+        ("Exclude", format!("{:?}", r.exclude)),
+        ("Exclude calendars", format!("{:?}", r.exclude_calendars)),
+        ("Roll", r.roll.to_string()),
+        (
+            "DST gap",
+            r.dst_gap.map_or("default".into(), |v| v.to_string()),
+        ),
+        (
+            "DST fold",
+            r.dst_fold.map_or("default".into(), |v| v.to_string()),
+        ),
+        ("Missed ticks", detail.stats.missed_ticks.to_string()),
+        (
+            "Skipped ticks (recent runs)",
+            detail.stats.skipped_ticks.to_string(),
+        ),
+        ("Revision", s.revision.to_string()),
+        ("Created", in_zone(s.created_at, z)),
+        ("Updated", in_zone(s.updated_at, z)),
+    ];
+    html! {
+        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd { (value) } } }
+    }
+}
+
+fn debug_or_dash<T: std::fmt::Debug>(value: Option<&T>) -> String {
+    value.map_or_else(|| "—".to_string(), |v| format!("{v:?}"))
+}
+
+/// The ticks a backfill of `[from, to]` would create, with the button that creates them.
+///
+/// # Errors
+/// `Invalid` for a missing or bad `from`/`to`; `NotFound`; a store error.
+pub async fn backfill_plan(
+    registrar: &Registrar,
+    id: &str,
+    params: Params,
+    viewer: Viewer,
+) -> Result<String, kairos_registrar::Error> {
+    let mut params = params;
+    let from = params.time("from");
+    let to = params.time("to");
+    for (name, value) in [("from", from.is_none()), ("to", to.is_none())] {
+        if value {
+            params.problem(kairos_registrar::Problem::new(name, "is required"));
+        }
+    }
+    params.finish()?;
+    let (Some(from), Some(to)) = (from, to) else {
+        unreachable!("both are present when there is no problem");
+    };
+    let detail = registrar.schedule_detail(id, 0).await?;
+    let plan = registrar.backfill_plan(id, from, to, PLAN_SHOWN).await?;
+    let zone = &detail.schedule.timezone;
+    let markup = html! {
+        div.plan #plan data-total=(plan.total) {
+            p { "From " (utc(from)) " to " (utc(to)) ": " strong { (plan.total) " tick" @if plan.total != 1 { "s" } }
+                " (ticks that already have a run are left alone)." }
+            @if !plan.ticks.is_empty() {
+                ol.ticks { @for tick in &plan.ticks { li { (in_zone(*tick, zone)) " · " (utc(*tick)) } } }
+                @if plan.total > plan.ticks.len() { p.muted { "… and " (plan.total - plan.ticks.len()) " more." } }
+            }
+            @if viewer.can_write && plan.total > 0 {
+                button #backfill-confirm type="button" data-schedule=(id) data-from=(rfc3339(from)) data-to=(rfc3339(to)) {
+                    "Create runs for these " (plan.total) " ticks"
+                }
+            }
+        }
+    };
+    Ok(markup.into_string())
+}
