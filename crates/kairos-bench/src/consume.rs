@@ -25,6 +25,21 @@ pub struct Received {
     pub at: DateTime<Utc>,
 }
 
+impl Received {
+    /// A launch message's run, attempt and planned time, received now.
+    fn parse(payload: &[u8]) -> Option<Received> {
+        let at = Utc::now();
+        let body = serde_json::from_slice::<serde_json::Value>(payload).ok()?;
+        let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");
+        Some(Received {
+            key: field("idempotency_key").to_string(),
+            attempt: body.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1),
+            scheduled_for: field("scheduled_for").parse().ok()?,
+            at,
+        })
+    }
+}
+
 /// A consumer receiving in the background.
 #[derive(Debug)]
 pub struct Consumer {
@@ -50,29 +65,22 @@ impl Consumer {
                 ..Default::default()
             })
             .await?;
-        let mut messages = consumer.messages().await?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let task = tokio::spawn(async move {
-            // A pull error (a missed heartbeat under load) ends one pull, not the stream:
-            // keep reading.
-            while let Some(message) = messages.next().await {
-                let Ok(message) = message else { continue };
-                let at = Utc::now();
-                let Ok(body) = serde_json::from_slice::<serde_json::Value>(&message.payload) else {
+            // A pull error (a missed heartbeat under load) ends one pull, not the
+            // measurement: keep reading, and open a new pull if the stream of messages ends.
+            loop {
+                let Ok(mut messages) = consumer.messages().await else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
-                let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");
-                let Ok(scheduled_for) = field("scheduled_for").parse::<DateTime<Utc>>() else {
-                    continue;
-                };
-                let received = Received {
-                    key: field("idempotency_key").to_string(),
-                    attempt: body.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1),
-                    scheduled_for,
-                    at,
-                };
-                sink.lock().expect("not poisoned").push(received);
+                while let Some(message) = messages.next().await {
+                    let Ok(message) = message else { continue };
+                    if let Some(received) = Received::parse(&message.payload) {
+                        sink.lock().expect("not poisoned").push(received);
+                    }
+                }
             }
         });
         Ok(Consumer { seen, task })
