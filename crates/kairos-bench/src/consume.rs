@@ -113,3 +113,17 @@ impl Consumer {
         seen.clone()
     }
 }
+
+/// Messages in the launch stream and runs the database says were published (one message
+/// per published run: the bench has no retries). Equal when no launch was lost or doubled
+/// on the way into the stream, whatever a consumer saw.
+pub async fn stream_matches_database(scratch: &Scratch) -> Result<(u64, i64)> {
+    let client = async_nats::connect(&scratch.nats_url).await?;
+    let mut stream = jetstream::new(client).get_stream(STREAM).await?;
+    let in_stream = stream.info().await?.state.messages;
+    let published: i64 =
+        sqlx::query_scalar("select count(*) from schedule_runs where published_at is not null")
+            .fetch_one(&scratch.pool)
+            .await?;
+    Ok((in_stream, published))
+}

@@ -131,6 +131,7 @@ async fn main() -> Result<()> {
     let expected = marks.iter().map(|m| m.expected).sum();
     let (from, to) = (marks[0].from, marks[marks.len() - 1].to);
     let received = consumer.finish(expected, from, to).await;
+    let (in_stream, published) = consume::stream_matches_database(&scratch).await?;
     let usage = fleet.usage();
     fleet.stop();
     let limits = if args.no_limits {
@@ -139,9 +140,17 @@ async fn main() -> Result<()> {
         Some(limits::measure(&args, &scratch).await?)
     };
     let faults = report::print(&args, &deploy, &marks, &received, &usage, limits.as_ref());
+    println!(
+        "launch stream: {in_stream} messages for {published} runs published (all marks, \
+         including any before the measured ones)"
+    );
+    let stream_faults = in_stream.abs_diff(u64::try_from(published).unwrap_or(0));
     scratch.drop_all().await?;
-    if args.check && faults > 0 {
-        bail!("{faults} tick(s) missing, unpublished or duplicated");
+    if args.check && (faults > 0 || stream_faults > 0) {
+        bail!(
+            "{faults} tick(s) missing, unpublished or duplicated in the measured marks; \
+             stream and database differ by {stream_faults}"
+        );
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 use kairos_launcher::{CancelMessage, RunLauncher};
 use kairos_store::{cancel, Tx};
 
-use super::{Dispatcher, Result};
+use super::{report, Dispatcher, Result};
 
 /// Cancel messages published per call.
 const CANCELS_PER_CALL: i64 = 500;
@@ -36,18 +36,11 @@ impl<L: RunLauncher> Dispatcher<L> {
             })
             .collect();
         let acks = self.launcher.cancel(&messages).await;
-        let sent: Vec<String> = runs
-            .iter()
-            .zip(&acks)
-            .filter(|(_, ack)| ack.is_ok())
-            .map(|(run, _)| run.idempotency_key.clone())
-            .collect();
-        if sent.len() < runs.len() {
-            tracing::warn!(
-                unsent = runs.len() - sent.len(),
-                "cancel messages not acknowledged; re-sent by the next sweep"
-            );
-        }
+        let sent = report::acknowledged(
+            runs.iter().map(|run| run.idempotency_key.as_str()),
+            &acks,
+            "cancel messages not acknowledged; re-sent by the next sweep",
+        );
         let now = kairos_store::now(&mut *tx, None).await?;
         cancel::mark_sent(&mut tx, &sent, now).await?;
         tx.commit().await?;

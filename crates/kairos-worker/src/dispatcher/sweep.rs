@@ -10,7 +10,7 @@ use kairos_launcher::{DeadLetter, RunLauncher};
 use kairos_store::dispatch::{self, TimedOut};
 use kairos_store::{attempts, Tx};
 
-use super::{launch, Dispatcher, Result};
+use super::{launch, report, Dispatcher, Result};
 use crate::metrics::{self, TimeoutReason};
 
 /// Dead letters copied to the DLQ stream per sweep.
@@ -93,18 +93,11 @@ impl<L: RunLauncher> Dispatcher<L> {
             })
             .collect();
         let acks = self.launcher.dead_letter(&letters).await;
-        let sent: Vec<String> = runs
-            .iter()
-            .zip(&acks)
-            .filter(|(_, ack)| ack.is_ok())
-            .map(|(run, _)| run.idempotency_key.clone())
-            .collect();
-        if sent.len() < runs.len() {
-            tracing::warn!(
-                unsent = runs.len() - sent.len(),
-                "dead letters not copied to the DLQ stream; retried next sweep"
-            );
-        }
+        let sent = report::acknowledged(
+            runs.iter().map(|run| run.idempotency_key.as_str()),
+            &acks,
+            "dead letters not copied to the DLQ stream; retried next sweep",
+        );
         let now = kairos_store::now(&mut *tx, None).await?;
         attempts::mark_sent(&mut tx, &sent, now).await?;
         tx.commit().await?;
