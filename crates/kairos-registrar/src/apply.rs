@@ -22,11 +22,13 @@ pub(crate) const RESCHEDULED: &str = "rescheduled: no longer a tick of the sched
 pub(crate) enum Plan {
     /// Insert; reconcile runs left by an earlier schedule of the same id.
     New(ScheduleWrite, Timetable),
-    /// Update with a revision check; `retime` when spec, zone, window or jitter changed.
+    /// Update with a revision check; `retime` when spec, zone, window or jitter changed;
+    /// `reprioritize` when the priority changed (its runs not yet published follow it).
     Changed {
         write: ScheduleWrite,
         timetable: Timetable,
         retime: bool,
+        reprioritize: bool,
     },
     /// Every field is as stored: no write, no new revision.
     Unchanged(Schedule),
@@ -90,10 +92,12 @@ pub(crate) fn plan(
         return Ok(Plan::Unchanged(stored.clone()));
     }
     let retime = timing || stored.jitter_ms != write.jitter_ms;
+    let reprioritize = stored.priority != write.priority;
     Ok(Plan::Changed {
         write,
         timetable,
         retime,
+        reprioritize,
     })
 }
 
@@ -176,6 +180,7 @@ pub(crate) async fn apply(
     let mut inserts = Vec::new();
     let mut updates = Vec::new();
     let mut retimed = Vec::new();
+    let mut reprioritized = Vec::new();
     for plan in &plans {
         match plan {
             Plan::New(write, timetable) => {
@@ -186,10 +191,14 @@ pub(crate) async fn apply(
                 write,
                 timetable,
                 retime,
+                reprioritize,
             } => {
                 updates.push(write.clone());
                 if *retime {
                     retimed.push(target(write, timetable));
+                }
+                if *reprioritize {
+                    reprioritized.push(write.schedule_id.clone());
                 }
             }
             Plan::Unchanged(_) => {}
@@ -198,8 +207,7 @@ pub(crate) async fn apply(
     let mut written: HashMap<String, Schedule> = HashMap::new();
     let inserted = schedules::insert_many(&mut **conn, &inserts, now).await?;
     let updated = schedules::update_many(&mut **conn, &updates, now).await?;
-    let updated_ids: Vec<String> = updated.iter().map(|s| s.schedule_id.clone()).collect();
-    runs::copy_priority(&mut **conn, &updated_ids).await?;
+    runs::copy_priority(&mut **conn, &reprioritized).await?;
     for row in inserted.into_iter().chain(updated) {
         written.insert(row.schedule_id.clone(), row);
     }
