@@ -236,7 +236,7 @@ async fn runs_views_and_backfill_plan() {
 
     // The listing's one-statement statistics tell what the schedule's own do.
     let ids = ["s1".to_string(), "unknown".to_string()];
-    let many = kairos_store::overview::stats_for_many(&pool, &ids, 1000)
+    let many = kairos_store::stats::for_schedules(&pool, &ids, 1000)
         .await
         .expect("stats of a page");
     for (id, got) in ids.iter().zip(&many) {

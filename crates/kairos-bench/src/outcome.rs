@@ -59,10 +59,9 @@ pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> R
         eprintln!("bench: waiting for ticks {from} … {to}");
         let give_up = to + TimeDelta::seconds(120);
         loop {
-            let (rows, published) = counts(scratch, from, to).await?;
+            let (_, published) = counts(scratch, from, to).await?;
             let past = Utc::now() > to;
             if (past && published as usize >= expected) || Utc::now() > give_up {
-                let _ = rows;
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

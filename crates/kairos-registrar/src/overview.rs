@@ -87,7 +87,7 @@ impl Registrar {
             .iter()
             .map(|s| s.schedule_id.clone())
             .collect();
-        let all_stats = overview::stats_for_many(&mut *tx, &ids, LIST_STATS_WINDOW).await?;
+        let all_stats = stats::for_schedules(&mut *tx, &ids, LIST_STATS_WINDOW).await?;
         let mut rows = Vec::with_capacity(page.schedules.len());
         for (schedule, stats) in page.schedules.into_iter().zip(all_stats) {
             let next_fire = timetable_of(&mut tx, &schedule)
