@@ -78,7 +78,7 @@ enum Entry {
     Dates { first: NaiveDate, last: NaiveDate },
     /// A cron expression on the wall clock.
     Cron {
-        calendar: Box<Calendar>,
+        calendar: Arc<Calendar>,
         to_the_minute: bool,
         whole_day: bool,
     },

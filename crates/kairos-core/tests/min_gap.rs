@@ -145,3 +145,35 @@ fn dst_shortened_real_gaps_are_not_counted() {
     let gap = table.min_gap(ts("2026-10-31T12:00:00Z")).expect("a gap");
     assert_eq!(gap.gap, Duration::minutes(25));
 }
+
+/// `min_gap_floor` never exceeds the exact gap (the registrar skips the search when the
+/// floor already clears `min_interval`), and is exact when matching days are consecutive.
+#[test]
+fn the_floor_is_never_above_the_exact_gap() {
+    let from = ts("2026-03-09T12:00:00Z");
+    let cases: &[(&str, Option<i64>)] = &[
+        ("0 0,10,20,30,40,50,51 0 * * *", Some(60)),
+        ("0 23,1 * * *", Some(7_200)),
+        // Mondays only: the floor assumes consecutive days (2 h); the exact gap is 22 h.
+        ("0 23,1 * * MON", Some(7_200)),
+        ("5 3 * * 2", Some(86_400)),
+        ("0 0 1 1 *", Some(86_400)),
+        ("*/10 * * * * *", Some(10)),
+        ("0,7,59 * * * *", Some(60)),
+        ("0 0 0 1 1 * 2030", Some(86_400)),
+        ("@every 90s", Some(90)),
+        ("@at 2027-01-01T00:00:00Z", None),
+    ];
+    for &(spec, floor) in cases {
+        let table = timetable(spec, "Europe/Berlin", "2026-03-09T00:00:00Z");
+        let found = table.min_gap_floor();
+        assert_eq!(found, floor.map(Duration::seconds), "{spec}");
+        if let (Some(found), Some(exact)) = (found, table.min_gap(from)) {
+            assert!(
+                found <= exact.gap,
+                "{spec}: floor {found} above {}",
+                exact.gap
+            );
+        }
+    }
+}

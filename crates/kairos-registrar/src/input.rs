@@ -1,6 +1,7 @@
 //! What callers send ([`ScheduleInput`], [`PreviewInput`]), the registrar's [`Settings`],
 //! and the checks that need no database: every field against its rule, all problems at once.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -263,6 +264,32 @@ pub fn derived_schedule_id(workflow_id: &str, cron_expr: &str, timezone: &str) -
 
 /// Checks every field of `input`; returns all problems found.
 pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checked, Vec<Problem>> {
+    check_sharing(input, settings, &mut Specs::default())
+}
+
+/// Parsed specs by their text. The schedules of one deploy sync that share a spec share one
+/// parsed spec: a parsed cron expression holds about 5 KiB, so 10,000 schedules parsed apart
+/// held 50 MiB at the deploy's peak.
+#[derive(Debug, Default)]
+pub(crate) struct Specs(HashMap<String, Spec>);
+
+impl Specs {
+    fn parse(&mut self, text: &str) -> Result<Spec, kairos_core::SpecError> {
+        if let Some(spec) = self.0.get(text) {
+            return Ok(spec.clone());
+        }
+        let spec = Spec::parse(text)?;
+        self.0.insert(text.to_string(), spec.clone());
+        Ok(spec)
+    }
+}
+
+/// [`check`], parsing the spec through `specs`.
+pub(crate) fn check_sharing(
+    input: &ScheduleInput,
+    settings: &Settings,
+    specs: &mut Specs,
+) -> Result<Checked, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut id = |field: &'static str, value: &str| {
         if let Err(err) = validate_id(field, value) {
@@ -298,7 +325,7 @@ pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checke
         &input.cron_expr,
         MAX_CRON_EXPR_LEN,
     )
-    .then(|| Spec::parse(&input.cron_expr))
+    .then(|| specs.parse(&input.cron_expr))
     .and_then(|parsed| {
         parsed
             .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
@@ -542,6 +569,13 @@ pub(crate) fn first_tick(
     let Some(first) = timetable.first_at_or_after(now) else {
         return Err(never_fires(timetable, now));
     };
+    // The exact gap is searched for only when the bound alone cannot clear the limit.
+    if timetable
+        .min_gap_floor()
+        .is_none_or(|floor| floor >= settings.min_interval)
+    {
+        return Ok(first);
+    }
     match timetable.min_gap(first) {
         Some(closest) if closest.gap < settings.min_interval => Err(Problem::new(
             "cron_expr",

@@ -165,6 +165,7 @@ impl Registrar {
         let checked = input.schedules.as_ref().map(|list| {
             let mut seen = HashMap::new();
             let mut checked = Vec::new();
+            let mut specs = input::Specs::default();
             for (index, schedule) in list.iter().enumerate() {
                 let prefix = format!("schedules[{index}]");
                 problems.extend(
@@ -172,7 +173,7 @@ impl Registrar {
                         .into_iter()
                         .map(|p| p.within(&prefix)),
                 );
-                match input::check(schedule, &self.settings) {
+                match input::check_sharing(schedule, &self.settings, &mut specs) {
                     Ok(ok) => {
                         if let Some(first) = seen.insert(ok.schedule_id.clone(), index) {
                             problems.push(Problem::new(

@@ -239,6 +239,20 @@ impl Calendar {
         }
     }
 
+    /// A lower bound of [`Calendar::min_gap`] that needs no search of the calendar: the
+    /// smallest gap inside a day, and the gap across midnight as if two matching days were
+    /// always consecutive (they are at least a day apart). `None` when no time matches.
+    pub(crate) fn gap_floor(&self) -> Option<i64> {
+        let times = self.times_of_day();
+        let (&first_time, &last_time) = (times.first()?, times.last()?);
+        let across = 86_400 - i64::from(last_time) + i64::from(first_time);
+        let within = times
+            .windows(2)
+            .map(|pair| i64::from(pair[1] - pair[0]))
+            .min();
+        Some(within.map_or(across, |within| within.min(across)))
+    }
+
     /// Matching times of day as seconds from midnight, ascending.
     fn times_of_day(&self) -> Vec<u32> {
         let mut times: Vec<u32> = self

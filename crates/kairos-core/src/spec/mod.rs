@@ -10,6 +10,7 @@ mod every;
 mod syntax;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use std::sync::Arc;
 
 pub use after::{Chain, ChainOn};
 pub(crate) use calendar::{Calendar, Days, WallGap};
@@ -42,7 +43,7 @@ pub struct Spec {
 #[derive(Debug, Clone)]
 pub(crate) enum Rule {
     Cron {
-        calendar: Box<Calendar>,
+        calendar: Arc<Calendar>,
         kind: JobKind,
     },
     Every {
@@ -124,7 +125,7 @@ fn cron_rule(written: &str, expr: &str) -> Result<Rule, SpecError> {
         });
     }
     Ok(Rule::Cron {
-        calendar: Box::new(calendar),
+        calendar: Arc::new(calendar),
         kind: text.kind,
     })
 }
@@ -152,4 +153,22 @@ fn nickname(word: &str) -> Result<&'static str, SpecError> {
         }
     };
     Ok(expr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_shares_the_parsed_calendar() {
+        // A parsed cron calendar holds about 5 KiB; deploy syncs clone specs per schedule.
+        let spec = Spec::parse("*/5 9-17 * * MON-FRI").expect("parses");
+        let copy = spec.clone();
+        match (&spec.rule, &copy.rule) {
+            (Rule::Cron { calendar: a, .. }, Rule::Cron { calendar: b, .. }) => {
+                assert!(Arc::ptr_eq(a, b), "the clone copied the calendar");
+            }
+            _ => panic!("a cron expression parses to a cron rule"),
+        }
+    }
 }

@@ -223,6 +223,19 @@ pub struct MinGap {
 }
 
 impl Timetable {
+    /// A lower bound of [`Timetable::min_gap`] found without searching the calendar, so a
+    /// limit the bound meets is met by every gap (`None` when the spec has no gap: `@at`,
+    /// `@after`, or a cron expression matching no time of day). `min_gap` walks every
+    /// matching day to 2199 unless two consecutive days match: about 2.5 ms for a weekly
+    /// expression, so checking 10,000 of them in one deploy against `min_interval` took 25 s.
+    pub fn min_gap_floor(&self) -> Option<Duration> {
+        match &self.spec.rule {
+            Rule::Cron { calendar, .. } => calendar.gap_floor().map(Duration::seconds),
+            Rule::Every { seconds } => Some(Duration::seconds(*seconds)),
+            Rule::At { .. } | Rule::After(_) => None,
+        }
+    }
+
     /// The smallest gap between two consecutive ticks of the spec from `from` on, with the
     /// first pair of ticks that close (as wall times in the zone); `None` when the spec
     /// fires at most once (`@at`, or a cron matching one wall time before 2200).
