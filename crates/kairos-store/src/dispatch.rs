@@ -231,8 +231,10 @@ pub async fn dags(
         .collect())
 }
 
-/// Records every outcome of a batch in one statement. `published_at` is the database's
-/// clock when the acknowledgements are in (`pinned` in tests).
+/// Records every outcome of a batch in one statement. A run moved to `ENQUEUED` gets
+/// `published_at` = `acked_at`, the database's time when the batch's acknowledgements were
+/// in (the dispatcher's estimate of it, never ahead of the database's clock), or the
+/// statement's clock when that is not known.
 ///
 /// Returns the fire drift of every planner tick (`source = 'schedule'`, first attempt) this
 /// call moved to `ENQUEUED`: seconds from its planned `run_at` to `published_at` (negative when a negative
@@ -246,7 +248,7 @@ pub async fn record(
     tx: &mut PgConnection,
     outcomes: &[Outcome],
     now: DateTime<Utc>,
-    pinned: Option<DateTime<Utc>>,
+    acked_at: Option<DateTime<Utc>>,
 ) -> Result<Vec<f64>> {
     if outcomes.is_empty() {
         return Ok(Vec::new());
@@ -291,7 +293,7 @@ pub async fn record(
     .bind(exclusive)
     .bind(attempted)
     .bind(now)
-    .bind(pinned)
+    .bind(acked_at)
     .fetch_all(&mut *tx)
     .await?;
     Ok(drift)

@@ -77,10 +77,11 @@ impl<L: RunLauncher> Dispatcher<L> {
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
             let launched = self.launch(&wave, &decisions, &dags).await;
+            let acked_at = release.acked_at();
             crash_point("dispatcher_after_ack");
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
-            drift.extend(dispatch::record(tx, &recorded, release.now(), None).await?);
+            drift.extend(dispatch::record(tx, &recorded, release.now(), acked_at).await?);
             cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
             outcomes.extend(recorded);
         }
@@ -110,6 +111,16 @@ impl Release {
         match self {
             Release::WhenDue(clock) => clock.now(),
             Release::Now(now) => *now,
+        }
+    }
+
+    /// When a wave's acknowledgements are in, on the database's clock: so `published_at`
+    /// (and the fire drift) is the publish, not the statement that records it. `None` for a
+    /// run-launcher start, whose `now` was read before publishing.
+    fn acked_at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Release::WhenDue(clock) => Some(clock.now()),
+            Release::Now(_) => None,
         }
     }
 
