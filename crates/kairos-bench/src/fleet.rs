@@ -110,10 +110,24 @@ impl Fleet {
             .collect()
     }
 
-    /// Stops every instance.
-    pub fn stop(&mut self) {
+    /// Stops the instances the way an operator would (SIGTERM), so each finishes its round
+    /// and commits it, and waits for them to exit (30 s, then kills). After this, every
+    /// message in the stream has its run recorded as published: a dispatcher's open round
+    /// has messages acknowledged that its transaction has not yet recorded.
+    pub async fn shutdown(&mut self) {
+        for pid in self.pids().collect::<Vec<_>>() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
         for child in &mut self.children {
-            let _ = child.start_kill();
+            if tokio::time::timeout(Duration::from_secs(30), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.start_kill();
+            }
         }
     }
 

@@ -131,9 +131,9 @@ async fn main() -> Result<()> {
     let expected = marks.iter().map(|m| m.expected).sum();
     let (from, to) = (marks[0].from, marks[marks.len() - 1].to);
     let received = consumer.finish(expected, from, to).await;
-    let (in_stream, published) = consume::stream_matches_database(&scratch).await?;
     let usage = fleet.usage();
-    fleet.stop();
+    fleet.shutdown().await;
+    let (in_stream, published) = consume::stream_matches_database(&scratch).await?;
     let limits = if args.no_limits {
         None
     } else {
