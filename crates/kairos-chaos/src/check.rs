@@ -57,8 +57,12 @@ pub struct Findings {
     pub stuck: i64,
     /// Messages in the launch stream.
     pub stream_messages: u64,
-    /// Re-publishes after `start_timeout_s` seen in the stream (deliberate, own id).
-    pub republished: usize,
+    /// Runs re-published after `start_timeout_s` (the same id: the stream drops the copy
+    /// unless it lost the first).
+    pub republished_runs: i64,
+    /// Of those, messages delivered again under an id of their own (`<key>:r<n>`) because
+    /// the stream had lost the first.
+    pub redelivered: usize,
     /// Runs in the window by final status other than SUCCESS, e.g. `FAILED=2`.
     pub not_success: Vec<String>,
     /// One line per problem, with keys.
@@ -157,6 +161,10 @@ pub async fn check(
     .fetch_all(pool)
     .await?;
     stream_checks(pool, &mut findings, seen).await?;
+    findings.republished_runs =
+        sqlx::query_scalar("select count(*) from schedule_runs where republished > 0")
+            .fetch_one(pool)
+            .await?;
     let stuck = problem_rows(
         pool,
         window,
@@ -198,7 +206,7 @@ async fn stream_checks(
             .or_default()
             .push(*seq);
     }
-    findings.republished = sequences_by_id
+    findings.redelivered = sequences_by_id
         .keys()
         .filter(|id| id.contains(":r"))
         .count();

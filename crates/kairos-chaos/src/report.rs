@@ -55,7 +55,8 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
     println!(
         "chaos: {} | ticks checked {} ({} schedules x {} s of faults) | kills {} | stops {} \
          (back in {}) | outages {} ({}) | lost {} | doubled {} | stuck {} | max recovery \
-         {:.1}s | launches received {} (re-publishes {}) in a stream of {} | not SUCCESS [{}] \
+         {:.1}s | launches received {} in a stream of {} | runs re-published {} (new id after a \
+         stream loss {}) | not SUCCESS [{}] \
          | status re-sends {} | settle {:.1}s | seed {}",
         if passed { "PASS" } else { "FAIL" },
         findings.ticks,
@@ -73,8 +74,9 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
         findings.stuck,
         max_recovery.as_secs_f64(),
         run.received,
-        findings.republished,
         findings.stream_messages,
+        findings.republished_runs,
+        findings.redelivered,
         findings.not_success.join(" "),
         run.report_retries,
         run.settle.as_secs_f64(),
