@@ -7,7 +7,8 @@
 //!   port and store;
 //! - `pg_ctl -m fast restart` of PostgreSQL at 60 % of the run.
 //!
-//! A kill and an outage never overlap (they share one gate), so each outage's recovery is
+//! A kill, an outage and the SIGSTOP's start never overlap (they share one gate), so the
+//! stop never meets an instance being restarted, and each outage's recovery is
 //! measured on instances that were not restarted: from the service being back until every
 //! running instance answers `/readyz` with 200 and a launch published after that instant
 //! reached the executor.
@@ -98,6 +99,7 @@ pub async fn run(plan: &Plan, targets: &Targets) -> Tally {
         tokio::spawn(sigstop(
             plan.stop_for,
             targets.clone(),
+            gate.clone(),
             tally.clone(),
             at(0.05),
         )),
@@ -154,12 +156,22 @@ async fn kills(
     }
 }
 
-async fn sigstop(stop_for: Duration, targets: Targets, tally: Arc<Mutex<Tally>>, at: Instant) {
+async fn sigstop(
+    stop_for: Duration,
+    targets: Targets,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    tally: Arc<Mutex<Tally>>,
+    at: Instant,
+) {
     tokio::time::sleep_until(at.into()).await;
     let fleet = &targets.fleet;
+    // Not while instance 0 is being killed and started again; once it is stopped, the
+    // kills leave it alone.
+    let turn = gate.lock().await;
     if let Err(err) = fleet.signal_stop(0, true) {
         return note(&tally, format!("SIGSTOP instance 0: {err:#}"));
     }
+    drop(turn);
     tally.lock().expect("not poisoned").stops += 1;
     tokio::time::sleep(stop_for).await;
     if let Err(err) = fleet.signal_stop(0, false) {
