@@ -72,9 +72,20 @@ struct Args {
     seed: Option<u64>,
 }
 
+/// Runs, until the end or until SIGINT or SIGTERM: then the run is dropped, and with it the
+/// instances, the nats-server and the PostgreSQL cluster (each stops on drop).
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = run(args) => result,
+        _ = tokio::signal::ctrl_c() => bail!("interrupted; everything the run started is stopped"),
+        _ = terminate.recv() => bail!("terminated; everything the run started is stopped"),
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
     let began = std::time::Instant::now();
     let libfaketime = fleet::find_libfaketime(args.libfaketime.as_deref())?;
     let seed = args.seed.unwrap_or_else(|| {
