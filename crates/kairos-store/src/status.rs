@@ -221,7 +221,11 @@ with cur as (
                            else coalesce(r.executor_id, $3) end,
         run_id = case when $2 = 'FAILED' and $9::timestamptz is not null then null
                       else coalesce($4, r.run_id) end,
+        -- A due PENDING run reported on was published (see `exclusive` below): record it
+        -- now, or its next report would be refused as one about an unpublished run.
         published_at = case when $2 = 'FAILED' and $9::timestamptz is not null then null
+                            when r.status = 'PENDING'
+                            then coalesce(r.published_at, $6, clock_timestamp())
                             else r.published_at end,
         stream_seq = case when $2 = 'FAILED' and $9::timestamptz is not null then null
                           else r.stream_seq end,

@@ -133,3 +133,39 @@ async fn a_report_on_a_due_pending_run_is_accepted() {
         "{started:?}"
     );
 }
+
+/// Bug (found by the chaos suite, around a PostgreSQL restart): a dispatcher's PubAck was
+/// not recorded, the executor's STARTED moved the due PENDING run to STARTED with no
+/// `published_at`, and its SUCCESS was then refused as "never published": the run stayed
+/// STARTED forever. A report accepted on a due PENDING run records the run as published.
+#[tokio::test]
+async fn a_run_started_before_its_publish_was_recorded_can_finish() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    run(&pool, &key(1), "s", -1.0).await;
+    run(&pool, &key(2), "s", -0.5).await;
+    let started = report(&pool, &key(1), Reported::Started, "e1").await;
+    assert!(matches!(started, Applied::Moved(_)), "{started:?}");
+    let success = report(&pool, &key(1), Reported::Success, "e1").await;
+    assert!(
+        matches!(success, Applied::Moved(ref run) if run.status == RunStatus::Success),
+        "{success:?}"
+    );
+    // Straight to SUCCESS, then a late STARTED: the STARTED changes nothing, and is not
+    // refused as a report about a run that was never published.
+    let success = report(&pool, &key(2), Reported::Success, "e1").await;
+    assert!(matches!(success, Applied::Moved(_)), "{success:?}");
+    let late = report(&pool, &key(2), Reported::Started, "e1").await;
+    assert!(matches!(late, Applied::Unchanged(_)), "{late:?}");
+    let unpublished: i64 =
+        sqlx::query_scalar("select count(*) from schedule_runs where published_at is null")
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+    assert_eq!(
+        unpublished, 0,
+        "a run an executor reported on was published"
+    );
+}
