@@ -119,7 +119,7 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
     let error = text(fields, "error", 0, MAX_ERROR_TEXT, &mut problems);
     let attempt = match fields.get("attempt") {
         None | Some(Value::Null) => None,
-        Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+        Some(value) => match whole_u32(value) {
             Some(n) if n >= 1 => Some(n),
             _ => {
                 problems.push(Problem::new(
@@ -149,6 +149,16 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
         }),
         _ => Err(problems),
     }
+}
+
+/// A JSON number without a fraction (`2` or `2.0`, as JSON Schema's `integer`) that fits in
+/// a `u32`.
+fn whole_u32(value: &Value) -> Option<u32> {
+    let n = value.as_u64().or_else(|| {
+        let f = value.as_f64()?;
+        (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u64)
+    })?;
+    u32::try_from(n).ok()
 }
 
 /// An optional text field of `min..=max` characters with no NUL (PostgreSQL cannot store
