@@ -521,6 +521,17 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_written_with_a_zero_fraction_is_an_integer() {
+        let body = json!({"status": "STARTED", "attempt": 2.0});
+        assert!(parse_report("k", &body).is_ok());
+        for attempt in [json!(2.5), json!(0.0), json!(-1.0), json!(4294967296.0)] {
+            let body = json!({"status": "STARTED", "attempt": attempt});
+            let problems = parse_report("k", &body).expect_err("not an attempt");
+            assert_eq!(fields(&problems), ["attempt"], "{attempt}");
+        }
+    }
+
+    #[test]
     fn a_body_key_must_match() {
         let body = json!({"status": "STARTED", "idempotency_key": "other"});
         let problems = parse_report("k", &body).expect_err("mismatch");
