@@ -48,9 +48,7 @@ pub(crate) async fn retry(
         Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
         other => other,
     };
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let request_id = fields.string("request_id", false);
-    bad_request(fields.finish())?;
+    let request_id = read_retry(body::json(body, state.max_body_bytes)?)?;
     let request_id = request_id.unwrap_or_else(fresh_request_id);
     let (run, started) = state.registrar.retry(&key, &request_id).await?;
     let status = if started {
@@ -93,4 +91,12 @@ fn fresh_request_id() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Reads a retry body `{request_id?}` (an empty body is `{}`).
+pub(crate) fn read_retry(body: serde_json::Value) -> Result<Option<String>, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let request_id = fields.string("request_id", false);
+    bad_request(fields.finish())?;
+    Ok(request_id)
 }

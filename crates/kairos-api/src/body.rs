@@ -119,7 +119,7 @@ impl Fields {
     /// An integer field (a JSON number without fraction).
     pub(crate) fn integer(&mut self, field: &str, required: bool) -> Option<i64> {
         match self.take(field, required)? {
-            Value::Number(n) if n.as_i64().is_some() => n.as_i64(),
+            Value::Number(n) if whole(&n).is_some() => whole(&n),
             other => {
                 self.wrong(field, "an integer", &other);
                 None
@@ -212,6 +212,17 @@ impl Fields {
         }
         self.problems
     }
+}
+
+/// A JSON number without a fraction, as JSON Schema's `integer` (`3` or `3.0`), that fits
+/// in an `i64`; anything else is not an integer here.
+pub(crate) fn whole(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        // i64::MIN as f64 is exactly -2^63; i64::MAX as f64 rounds up to 2^63.
+        let fits = f >= i64::MIN as f64 && f < i64::MAX as f64;
+        (f.fract() == 0.0 && fits).then_some(f as i64)
+    })
 }
 
 fn kind(value: &Value) -> &'static str {

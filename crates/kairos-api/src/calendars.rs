@@ -22,19 +22,7 @@ pub(crate) async fn put(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let dates = fields.strings("dates");
-    let description = fields.string("description", false);
-    let mut problems = fields.finish();
-    if dates.is_none() && problems.iter().all(|p| p.field != "dates") {
-        problems.push(kairos_registrar::Problem::new("dates", "is required"));
-    }
-    bad_request(problems)?;
-    let input = CalendarInput {
-        name,
-        dates: dates.unwrap_or_default(),
-        description,
-    };
+    let input = read_calendar(name, body::json(body, state.max_body_bytes)?)?;
     let written = state.registrar.put_calendar(&input).await?;
     let status = if written.created {
         StatusCode::CREATED
@@ -76,4 +64,24 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     state.registrar.delete_calendar(&name).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Reads a calendar body `{dates, description?}` for calendar `name`.
+pub(crate) fn read_calendar(
+    name: String,
+    body: serde_json::Value,
+) -> Result<CalendarInput, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let dates = fields.strings("dates");
+    let description = fields.string("description", false);
+    let mut problems = fields.finish();
+    if dates.is_none() && problems.iter().all(|p| p.field != "dates") {
+        problems.push(kairos_registrar::Problem::new("dates", "is required"));
+    }
+    bad_request(problems)?;
+    Ok(CalendarInput {
+        name,
+        dates: dates.unwrap_or_default(),
+        description,
+    })
 }

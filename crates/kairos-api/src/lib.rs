@@ -11,6 +11,8 @@ mod body;
 mod body_timeout;
 mod calendars;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod health;
 pub mod metrics;

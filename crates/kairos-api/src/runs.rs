@@ -8,7 +8,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
 
 use crate::body::{self, Fields};
 use crate::error::ApiError;
@@ -23,11 +24,7 @@ pub(crate) async fn trigger(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let request_id = fields.string("request_id", true);
-    let overlap = fields.string("overlap_policy", false);
-    bad_request(fields.finish())?;
-    let request_id = request_id.expect("required fields are present when there is no problem");
+    let (request_id, overlap) = read_trigger(body::json(body, state.max_body_bytes)?)?;
     let triggered = state
         .registrar
         .trigger(&id, &request_id, overlap.as_deref())
@@ -46,14 +43,7 @@ pub(crate) async fn backfill(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let from = fields.time("from", true);
-    let to = fields.time("to", true);
-    let overlap = fields.string("overlap_policy", false);
-    bad_request(fields.finish())?;
-    let (Some(from), Some(to)) = (from, to) else {
-        unreachable!("required fields are present when there is no problem");
-    };
+    let (from, to, overlap) = read_backfill(body::json(body, state.max_body_bytes)?)?;
     let done = state
         .registrar
         .backfill(&id, from, to, overlap.as_deref())
@@ -63,4 +53,30 @@ pub(crate) async fn backfill(
         "created": done.created,
         "already_present": done.already_present,
     })))
+}
+
+/// Reads a trigger body: `(request_id, overlap_policy)`.
+pub(crate) fn read_trigger(body: Value) -> Result<(String, Option<String>), ApiError> {
+    let mut fields = Fields::new(body, "");
+    let request_id = fields.string("request_id", true);
+    let overlap = fields.string("overlap_policy", false);
+    bad_request(fields.finish())?;
+    let request_id = request_id.expect("required fields are present when there is no problem");
+    Ok((request_id, overlap))
+}
+
+/// A backfill body: `(from, to, overlap_policy)`.
+type Backfill = (DateTime<Utc>, DateTime<Utc>, Option<String>);
+
+/// Reads a backfill body.
+pub(crate) fn read_backfill(body: Value) -> Result<Backfill, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let from = fields.time("from", true);
+    let to = fields.time("to", true);
+    let overlap = fields.string("overlap_policy", false);
+    bad_request(fields.finish())?;
+    let (Some(from), Some(to)) = (from, to) else {
+        unreachable!("required fields are present when there is no problem");
+    };
+    Ok((from, to, overlap))
 }

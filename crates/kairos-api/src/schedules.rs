@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
-use kairos_registrar::{PreviewInput, LIST_LIMIT_MAX};
+use kairos_registrar::{PreviewInput, ScheduleInput, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
 use serde_json::{json, Value};
 
@@ -26,9 +26,7 @@ pub(crate) async fn upsert(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let dry_run = dry_run(params)?;
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let input = schedule_input(&mut fields, None);
-    bad_request(fields.finish())?;
+    let input = read_upsert(body::json(body, state.max_body_bytes)?)?;
     if dry_run {
         let dry = state.registrar.upsert_dry_run(&input).await?;
         return Ok((StatusCode::OK, Json(dry_run_body(dry))).into_response());
@@ -47,14 +45,7 @@ pub(crate) async fn pause(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let schedule_id = fields.string("schedule_id", true);
-    let paused = fields.boolean("paused", true);
-    let note = fields.string("note", false);
-    bad_request(fields.finish())?;
-    let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
-        unreachable!("required fields are present when there is no problem");
-    };
+    let (schedule_id, paused, note) = read_pause(body::json(body, state.max_body_bytes)?)?;
     state
         .registrar
         .set_paused_with_note(&schedule_id, paused, note.as_deref())
@@ -138,20 +129,7 @@ pub(crate) async fn preview(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let input = PreviewInput {
-        cron_expr: fields.string("cron_expr", true).unwrap_or_default(),
-        timezone: fields.string("timezone", true).unwrap_or_default(),
-        start_at: fields.time("start_at", false),
-        end_at: fields.time("end_at", false),
-        count: fields.integer("count", false),
-        after: fields.time("after", false),
-        rules: rules_input(&mut fields),
-        schedule_id: fields.string("schedule_id", false),
-        jitter_ms: fields.integer("jitter_ms", false),
-    };
-    let explain = fields.boolean("explain", false).unwrap_or(false);
-    bad_request(fields.finish())?;
+    let (input, explain) = read_preview(body::json(body, state.max_body_bytes)?)?;
     let preview = state.registrar.preview_explained(&input).await?;
     let rfc3339 = kairos_registrar::rfc3339;
     let times: Vec<String> = preview.fire_times.into_iter().map(rfc3339).collect();
@@ -237,4 +215,44 @@ pub(crate) fn bad_request(problems: Vec<kairos_registrar::Problem>) -> Result<()
     } else {
         Err(ApiError::BadRequest(problems))
     }
+}
+
+/// Reads an upsert body; every problem at once.
+pub(crate) fn read_upsert(body: Value) -> Result<ScheduleInput, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let input = schedule_input(&mut fields, None);
+    bad_request(fields.finish())?;
+    Ok(input)
+}
+
+/// Reads a pause body: `(schedule_id, paused, note)`.
+pub(crate) fn read_pause(body: Value) -> Result<(String, bool, Option<String>), ApiError> {
+    let mut fields = Fields::new(body, "");
+    let schedule_id = fields.string("schedule_id", true);
+    let paused = fields.boolean("paused", true);
+    let note = fields.string("note", false);
+    bad_request(fields.finish())?;
+    let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
+        unreachable!("required fields are present when there is no problem");
+    };
+    Ok((schedule_id, paused, note))
+}
+
+/// Reads a preview body: the input and whether to explain every tick.
+pub(crate) fn read_preview(body: Value) -> Result<(PreviewInput, bool), ApiError> {
+    let mut fields = Fields::new(body, "");
+    let input = PreviewInput {
+        cron_expr: fields.string("cron_expr", true).unwrap_or_default(),
+        timezone: fields.string("timezone", true).unwrap_or_default(),
+        start_at: fields.time("start_at", false),
+        end_at: fields.time("end_at", false),
+        count: fields.integer("count", false),
+        after: fields.time("after", false),
+        rules: rules_input(&mut fields),
+        schedule_id: fields.string("schedule_id", false),
+        jitter_ms: fields.integer("jitter_ms", false),
+    };
+    let explain = fields.boolean("explain", false).unwrap_or(false);
+    bad_request(fields.finish())?;
+    Ok((input, explain))
 }

@@ -56,33 +56,7 @@ pub(crate) async fn start(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let workflow_id = fields.string("workflow_id", true);
-    let version = fields.integer("version", true);
-    let user_id = fields.string("user_id", true);
-    let scheduled_for = fields.time("scheduled_for", true);
-    let key = fields.string("idempotency_key", true);
-    let mut problems = fields.finish();
-    for (field, value) in [("workflow_id", &workflow_id), ("user_id", &user_id)] {
-        if let Some(Err(rule)) = value.as_deref().map(|v| kairos_core::validate_id(field, v)) {
-            problems.push(Problem::new(field, rule.to_string()));
-        }
-    }
-    problems.extend(key.as_deref().and_then(intake::check_start_key));
-    if version.is_some_and(|v| !(0..=i64::from(i32::MAX)).contains(&v)) {
-        problems.push(Problem::new("version", "must be between 0 and 2147483647"));
-    }
-    if scheduled_for.is_some_and(|at| at.timestamp_subsec_nanos() != 0) {
-        problems.push(Problem::new("scheduled_for", "must be whole seconds"));
-    }
-    bad_request(problems)?;
-    let request = StartRequest {
-        idempotency_key: key.unwrap_or_default(),
-        workflow_id: workflow_id.unwrap_or_default(),
-        version: i32::try_from(version.unwrap_or_default()).unwrap_or_default(),
-        user_id: user_id.unwrap_or_default(),
-        scheduled_for: scheduled_for.expect("checked above"),
-    };
+    let request = read_start(body::json(body, state.max_body_bytes)?)?;
     match state.intake.start(&request).await {
         Ok(started) => Ok(Json(
             json!({ "started": started.started, "status": started.status.as_str() }),
@@ -114,19 +88,7 @@ pub(crate) async fn cancel(
         Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
         other => other,
     };
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let reason = fields.string("reason", false);
-    let mut problems = fields.finish();
-    if reason
-        .as_deref()
-        .is_some_and(|r| r.chars().count() > intake::MAX_REASON_TEXT)
-    {
-        problems.push(Problem::new(
-            "reason",
-            format!("must be at most {} characters", intake::MAX_REASON_TEXT),
-        ));
-    }
-    bad_request(problems)?;
+    let reason = read_cancel(body::json(body, state.max_body_bytes)?)?;
     let done = state
         .intake
         .cancel(&key, reason.as_deref())
@@ -161,4 +123,53 @@ fn internal(err: IntakeError) -> ApiError {
         IntakeError::Store(err) => ApiError::Registrar(RegistrarError::Store(err)),
         other => ApiError::Unavailable(other.to_string()),
     }
+}
+
+/// Reads a `POST /run-launcher/start` body; every problem at once.
+pub(crate) fn read_start(body: Value) -> Result<StartRequest, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let workflow_id = fields.string("workflow_id", true);
+    let version = fields.integer("version", true);
+    let user_id = fields.string("user_id", true);
+    let scheduled_for = fields.time("scheduled_for", true);
+    let key = fields.string("idempotency_key", true);
+    let mut problems = fields.finish();
+    for (field, value) in [("workflow_id", &workflow_id), ("user_id", &user_id)] {
+        if let Some(Err(rule)) = value.as_deref().map(|v| kairos_core::validate_id(field, v)) {
+            problems.push(Problem::new(field, rule.to_string()));
+        }
+    }
+    problems.extend(key.as_deref().and_then(intake::check_start_key));
+    if version.is_some_and(|v| !(0..=i64::from(i32::MAX)).contains(&v)) {
+        problems.push(Problem::new("version", "must be between 0 and 2147483647"));
+    }
+    if scheduled_for.is_some_and(|at| at.timestamp_subsec_nanos() != 0) {
+        problems.push(Problem::new("scheduled_for", "must be whole seconds"));
+    }
+    bad_request(problems)?;
+    Ok(StartRequest {
+        idempotency_key: key.unwrap_or_default(),
+        workflow_id: workflow_id.unwrap_or_default(),
+        version: i32::try_from(version.unwrap_or_default()).unwrap_or_default(),
+        user_id: user_id.unwrap_or_default(),
+        scheduled_for: scheduled_for.expect("checked above"),
+    })
+}
+
+/// Reads a cancel body `{reason?}` (an empty body is `{}`).
+pub(crate) fn read_cancel(body: Value) -> Result<Option<String>, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let reason = fields.string("reason", false);
+    let mut problems = fields.finish();
+    if reason
+        .as_deref()
+        .is_some_and(|r| r.chars().count() > intake::MAX_REASON_TEXT)
+    {
+        problems.push(Problem::new(
+            "reason",
+            format!("must be at most {} characters", intake::MAX_REASON_TEXT),
+        ));
+    }
+    bad_request(problems)?;
+    Ok(reason)
 }

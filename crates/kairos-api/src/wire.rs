@@ -377,7 +377,13 @@ impl CalendarBody {
 /// `retry_intervals_s`: an array of whole seconds.
 fn intervals(fields: &mut Fields) -> Option<Vec<i64>> {
     let items = fields.array("retry_intervals_s", false)?;
-    let seconds: Option<Vec<i64>> = items.iter().map(Value::as_i64).collect();
+    let seconds: Option<Vec<i64>> = items
+        .iter()
+        .map(|item| match item {
+            Value::Number(n) => crate::body::whole(n),
+            _ => None,
+        })
+        .collect();
     if seconds.is_none() {
         fields.absorb(vec![kairos_registrar::Problem::new(
             fields.field_name("retry_intervals_s"),

@@ -28,17 +28,11 @@ pub(crate) async fn put(
 ) -> Result<Response, ApiError> {
     let version = parse_version(&version)?;
     let dry_run = crate::schedules::dry_run(params)?;
-    let mut fields = Fields::new(body::json(body, state.max_body_bytes)?, "");
-    let dag = fields.value("dag", true);
-    let items = fields.array("schedules", false);
-    let schedules = items.map(|items| schedule_list(items, &workflow_id, version, &mut fields));
-    bad_request(fields.finish())?;
-    let input = WorkflowInput {
-        workflow_id: workflow_id.clone(),
+    let input = read_deploy(
+        &workflow_id,
         version,
-        dag: dag.unwrap_or_default(),
-        schedules,
-    };
+        body::json(body, state.max_body_bytes)?,
+    )?;
     if dry_run {
         let dry = state.registrar.put_workflow_dry_run(&input).await?;
         return Ok((StatusCode::OK, Json(crate::wire::dry_run_body(dry))).into_response());
@@ -81,5 +75,24 @@ fn parse_version(text: &str) -> Result<i64, ApiError> {
             "version",
             format!("{text:?} is not an integer version"),
         )])
+    })
+}
+
+/// Reads a deploy body `{dag, schedules?}` for workflow `workflow_id` version `version`.
+pub(crate) fn read_deploy(
+    workflow_id: &str,
+    version: i64,
+    body: serde_json::Value,
+) -> Result<WorkflowInput, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let dag = fields.value("dag", true);
+    let items = fields.array("schedules", false);
+    let schedules = items.map(|items| schedule_list(items, workflow_id, version, &mut fields));
+    bad_request(fields.finish())?;
+    Ok(WorkflowInput {
+        workflow_id: workflow_id.to_string(),
+        version,
+        dag: dag.unwrap_or_default(),
+        schedules,
     })
 }

@@ -107,6 +107,17 @@ impl Registrar {
     /// [`Error::Invalid`] for a bad limit or cursor; [`Error::Store`].
     pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage> {
         check_limit(query.limit)?;
+        // Ids as `GET /schedules` checks them: a NUL or any other character no id has
+        // is a 400 naming the parameter, never a failed query.
+        for (field, value) in [
+            ("schedule_id", &query.schedule_id),
+            ("workflow_id", &query.workflow_id),
+        ] {
+            if let Some(value) = value {
+                kairos_core::validate_id(field, value)
+                    .map_err(|e| Error::invalid(field, e.to_string()))?;
+            }
+        }
         let before = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let filter = DeadLetterFilter {
             schedule_id: query.schedule_id.clone(),
@@ -130,6 +141,7 @@ fn cursor_of(run: &Run) -> String {
 
 fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, String)> {
     let parsed = cursor.split_once('.').and_then(|(micros, key)| {
+        kairos_core::validate_id("cursor", key).ok()?;
         let at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
         Some((at, key.to_string()))
     });

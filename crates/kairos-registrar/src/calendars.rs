@@ -6,6 +6,7 @@
 //! excluded dates are cancelled and cancelled runs whose tick is back are restored. A
 //! change that would leave a schedule with no tick (or a tick that cannot roll) is refused.
 
+use chrono::NaiveDate;
 use kairos_core::{parse_date, validate_id, MAX_CALENDAR_DATES};
 use kairos_store::calendars::{self, Calendar};
 use kairos_store::schedules as store;
@@ -49,36 +50,7 @@ impl Registrar {
     /// [`Error::Invalid`] naming `name`, `dates[i]`, `dates` or `description`, or a schedule
     /// the new dates would leave without a tick; [`Error::Store`].
     pub async fn put_calendar(&self, input: &CalendarInput) -> Result<CalendarWritten> {
-        let mut problems = Vec::new();
-        if let Err(err) = validate_id("name", &input.name) {
-            problems.push(Problem::new("name", err.to_string()));
-        }
-        let mut dates = Vec::with_capacity(input.dates.len());
-        for (index, text) in input.dates.iter().enumerate() {
-            match parse_date(text) {
-                Ok(date) => dates.push(date),
-                Err(err) => problems.push(Problem::new(format!("dates[{index}]"), err.to_string())),
-            }
-        }
-        if input.dates.len() > MAX_CALENDAR_DATES {
-            problems.push(Problem::new(
-                "dates",
-                format!(
-                    "{} dates is more than the {MAX_CALENDAR_DATES} a calendar may hold",
-                    input.dates.len()
-                ),
-            ));
-        }
-        let description = input.description.clone().unwrap_or_default();
-        if description.chars().count() > MAX_DESCRIPTION_CHARS {
-            problems.push(Problem::new(
-                "description",
-                format!("is longer than {MAX_DESCRIPTION_CHARS} characters"),
-            ));
-        }
-        if !problems.is_empty() {
-            return Err(Error::Invalid(problems));
-        }
+        let (dates, description) = check_calendar(input)?;
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let (calendar, created) =
@@ -180,6 +152,41 @@ impl Registrar {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Checks a calendar request (no IO): its name, every date and the description.
+pub(crate) fn check_calendar(input: &CalendarInput) -> Result<(Vec<NaiveDate>, String)> {
+    let mut problems = Vec::new();
+    if let Err(err) = validate_id("name", &input.name) {
+        problems.push(Problem::new("name", err.to_string()));
+    }
+    let mut dates = Vec::with_capacity(input.dates.len());
+    for (index, text) in input.dates.iter().enumerate() {
+        match parse_date(text) {
+            Ok(date) => dates.push(date),
+            Err(err) => problems.push(Problem::new(format!("dates[{index}]"), err.to_string())),
+        }
+    }
+    if input.dates.len() > MAX_CALENDAR_DATES {
+        problems.push(Problem::new(
+            "dates",
+            format!(
+                "{} dates is more than the {MAX_CALENDAR_DATES} a calendar may hold",
+                input.dates.len()
+            ),
+        ));
+    }
+    let description = input.description.clone().unwrap_or_default();
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        problems.push(Problem::new(
+            "description",
+            format!("is longer than {MAX_DESCRIPTION_CHARS} characters"),
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(Error::Invalid(problems));
+    }
+    Ok((dates, description))
 }
 
 fn check_name(name: &str) -> Result<()> {

@@ -25,6 +25,8 @@ mod chains;
 pub mod dag;
 mod dry_run;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod input;
 mod overview;
 mod rules;

@@ -12,7 +12,7 @@ use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::error::{Error, Problem, Result};
-use crate::input::{self, check_zone, ScheduleInput};
+use crate::input::{self, check_zone, ScheduleInput, Settings};
 use crate::{rules, Registrar};
 
 /// Reason written on runs cancelled by a pause.
@@ -340,7 +340,8 @@ impl Registrar {
     /// # Errors
     /// [`Error::Invalid`] naming every bad field.
     pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
-        let (timetable, after, count) = self.preview_timetable(input, &rules::Calendars::new())?;
+        let (timetable, after, count) =
+            preview_timetable(&self.settings, input, &rules::Calendars::new())?;
         Ok(timetable.ticks_after(after).take(count).collect())
     }
 
@@ -355,7 +356,7 @@ impl Registrar {
         let mut tx = Tx::begin(&self.pool).await?;
         let calendars = rules::load(&mut tx, &names).await?;
         tx.commit().await?;
-        let (timetable, after, count) = self.preview_timetable(input, &calendars)?;
+        let (timetable, after, count) = preview_timetable(&self.settings, input, &calendars)?;
         if let Some(problem) = rules::exclusion_problem(&timetable, after) {
             return Err(Error::Invalid(vec![problem]));
         }
@@ -381,78 +382,76 @@ impl Registrar {
             fire_times,
         })
     }
+}
 
-    fn preview_timetable(
-        &self,
-        input: &PreviewInput,
-        calendars: &rules::Calendars,
-    ) -> Result<(Timetable, DateTime<Utc>, usize)> {
-        let mut problems = Vec::new();
-        let spec = input::within(
-            &mut problems,
-            "cron_expr",
-            &input.cron_expr,
-            input::MAX_CRON_EXPR_LEN,
-        )
-        .then(|| Spec::parse(&input.cron_expr))
-        .and_then(|parsed| {
-            parsed
-                .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
-                .ok()
-        });
-        let zone = input::within(
-            &mut problems,
-            "timezone",
-            &input.timezone,
-            input::MAX_TIMEZONE_LEN,
-        )
-        .then(|| check_zone(&input.timezone, &self.settings))
-        .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
-        if let Some(ms) = input.jitter_ms {
-            if !(0..=i64::from(kairos_core::MAX_JITTER_MS)).contains(&ms) {
-                problems.push(Problem::new(
-                    "jitter_ms",
-                    format!(
-                        "{ms} is out of range: must be between 0 and {}",
-                        kairos_core::MAX_JITTER_MS
-                    ),
-                ));
-            }
-        }
-        if let Some(id) = &input.schedule_id {
-            if let Err(err) = kairos_core::validate_id("schedule_id", id) {
-                problems.push(Problem::new("schedule_id", err.to_string()));
-            }
-        }
-        let count = input.count.unwrap_or(5);
-        if !(1..=PREVIEW_MAX).contains(&count) {
+/// Checks a preview request (no IO) and builds its timetable with the calendars given.
+pub(crate) fn preview_timetable(
+    settings: &Settings,
+    input: &PreviewInput,
+    calendars: &rules::Calendars,
+) -> Result<(Timetable, DateTime<Utc>, usize)> {
+    let mut problems = Vec::new();
+    let spec = input::within(
+        &mut problems,
+        "cron_expr",
+        &input.cron_expr,
+        input::MAX_CRON_EXPR_LEN,
+    )
+    .then(|| Spec::parse(&input.cron_expr))
+    .and_then(|parsed| {
+        parsed
+            .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))
+            .ok()
+    });
+    let zone = input::within(
+        &mut problems,
+        "timezone",
+        &input.timezone,
+        input::MAX_TIMEZONE_LEN,
+    )
+    .then(|| check_zone(&input.timezone, settings))
+    .and_then(|zone| zone.map_err(|p| problems.push(p)).ok());
+    if let Some(ms) = input.jitter_ms {
+        if !(0..=i64::from(kairos_core::MAX_JITTER_MS)).contains(&ms) {
             problems.push(Problem::new(
-                "count",
-                format!("{count} is out of range: must be between 1 and {PREVIEW_MAX}"),
+                "jitter_ms",
+                format!(
+                    "{ms} is out of range: must be between 0 and {}",
+                    kairos_core::MAX_JITTER_MS
+                ),
             ));
         }
-        if let (Some(start), Some(end)) = (input.start_at, input.end_at) {
-            if end < start {
-                problems.push(Problem::new("end_at", "is before start_at"));
-            }
-        }
-        let checked = rules::check(&input.rules, spec.as_ref(), &mut problems);
-        let named = rules::resolve(&checked.stored, calendars).unwrap_or_else(|found| {
-            problems.extend(found);
-            Vec::new()
-        });
-        let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
-            return Err(Error::Invalid(problems));
-        };
-        let after = input
-            .after
-            .or(self.settings.pinned_now)
-            .unwrap_or_else(Utc::now);
-        let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
-        let timetable = rules::apply(timetable, &checked.stored, checked.entries, named);
-        let count = usize::try_from(count).expect("checked positive");
-        Ok((timetable, after, count))
     }
+    if let Some(id) = &input.schedule_id {
+        if let Err(err) = kairos_core::validate_id("schedule_id", id) {
+            problems.push(Problem::new("schedule_id", err.to_string()));
+        }
+    }
+    let count = input.count.unwrap_or(5);
+    if !(1..=PREVIEW_MAX).contains(&count) {
+        problems.push(Problem::new(
+            "count",
+            format!("{count} is out of range: must be between 1 and {PREVIEW_MAX}"),
+        ));
+    }
+    if let (Some(start), Some(end)) = (input.start_at, input.end_at) {
+        if end < start {
+            problems.push(Problem::new("end_at", "is before start_at"));
+        }
+    }
+    let checked = rules::check(&input.rules, spec.as_ref(), &mut problems);
+    let named = rules::resolve(&checked.stored, calendars).unwrap_or_else(|found| {
+        problems.extend(found);
+        Vec::new()
+    });
+    let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
+        return Err(Error::Invalid(problems));
+    };
+    let after = input.after.or(settings.pinned_now).unwrap_or_else(Utc::now);
+    let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
+    let timetable = rules::apply(timetable, &checked.stored, checked.entries, named);
+    let count = usize::try_from(count).expect("checked positive");
+    Ok((timetable, after, count))
 }
 
 /// The timetable of a stored schedule with its exclusions (its calendars loaded in `tx`);

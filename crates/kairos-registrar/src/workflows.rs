@@ -13,7 +13,7 @@ use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError};
 use crate::error::{Error, Problem, Result};
-use crate::input::{self, Checked, DagLimit, ScheduleInput};
+use crate::input::{self, Checked, DagLimit, ScheduleInput, Settings};
 use crate::schedules::plan_error;
 use crate::{dag, rules, Registrar};
 
@@ -80,7 +80,7 @@ impl Registrar {
         tx: &mut Tx,
         input: &WorkflowInput,
     ) -> Result<Deployed> {
-        let (version, checked) = self.check_workflow(input)?;
+        let (version, checked) = check_workflow(&self.settings, input)?;
         let now = self.now(tx).await?;
         let created = match workflows::put(tx, &input.workflow_id, version, &input.dag, now).await?
         {
@@ -149,51 +149,6 @@ impl Registrar {
         })
     }
 
-    /// Checks everything that needs no database: path, DAG, every schedule, duplicate ids.
-    fn check_workflow(&self, input: &WorkflowInput) -> Result<(i32, Option<Vec<Checked>>)> {
-        let mut problems = Vec::new();
-        let version = check_key(&input.workflow_id, input.version)
-            .map_err(|p| problems.extend(p))
-            .ok();
-        if dag::contains_nul(&input.dag) {
-            problems.push(Problem::new("dag", dag::NUL_RULE));
-        } else if let Some(problem) = too_large(&input.dag, &self.settings.dag_limit) {
-            problems.push(problem);
-        } else if let Err(err) = dag::validate_dag(&input.dag) {
-            problems.push(Problem::new("dag", err.to_string()));
-        }
-        let checked = input.schedules.as_ref().map(|list| {
-            let mut seen = HashMap::new();
-            let mut checked = Vec::new();
-            let mut specs = input::Specs::default();
-            for (index, schedule) in list.iter().enumerate() {
-                let prefix = format!("schedules[{index}]");
-                problems.extend(
-                    belongs(input, schedule)
-                        .into_iter()
-                        .map(|p| p.within(&prefix)),
-                );
-                match input::check_sharing(schedule, &self.settings, &mut specs) {
-                    Ok(ok) => {
-                        if let Some(first) = seen.insert(ok.schedule_id.clone(), index) {
-                            problems.push(Problem::new(
-                                format!("{prefix}.schedule_id"),
-                                format!("{:?} repeats schedules[{first}]", ok.schedule_id),
-                            ));
-                        }
-                        checked.push(ok);
-                    }
-                    Err(found) => problems.extend(found.into_iter().map(|p| p.within(&prefix))),
-                }
-            }
-            checked
-        });
-        match version {
-            Some(version) if problems.is_empty() => Ok((version, checked)),
-            _ => Err(Error::Invalid(problems)),
-        }
-    }
-
     /// Plans every schedule of the set against what is stored; all problems at once.
     fn plan_sync(
         &self,
@@ -231,6 +186,54 @@ impl Registrar {
         } else {
             Err(Error::Invalid(problems))
         }
+    }
+}
+
+/// Checks everything that needs no database: path, DAG, every schedule, duplicate ids.
+pub(crate) fn check_workflow(
+    settings: &Settings,
+    input: &WorkflowInput,
+) -> Result<(i32, Option<Vec<Checked>>)> {
+    let mut problems = Vec::new();
+    let version = check_key(&input.workflow_id, input.version)
+        .map_err(|p| problems.extend(p))
+        .ok();
+    if dag::contains_nul(&input.dag) {
+        problems.push(Problem::new("dag", dag::NUL_RULE));
+    } else if let Some(problem) = too_large(&input.dag, &settings.dag_limit) {
+        problems.push(problem);
+    } else if let Err(err) = dag::validate_dag(&input.dag) {
+        problems.push(Problem::new("dag", err.to_string()));
+    }
+    let checked = input.schedules.as_ref().map(|list| {
+        let mut seen = HashMap::new();
+        let mut checked = Vec::new();
+        let mut specs = input::Specs::default();
+        for (index, schedule) in list.iter().enumerate() {
+            let prefix = format!("schedules[{index}]");
+            problems.extend(
+                belongs(input, schedule)
+                    .into_iter()
+                    .map(|p| p.within(&prefix)),
+            );
+            match input::check_sharing(schedule, settings, &mut specs) {
+                Ok(ok) => {
+                    if let Some(first) = seen.insert(ok.schedule_id.clone(), index) {
+                        problems.push(Problem::new(
+                            format!("{prefix}.schedule_id"),
+                            format!("{:?} repeats schedules[{first}]", ok.schedule_id),
+                        ));
+                    }
+                    checked.push(ok);
+                }
+                Err(found) => problems.extend(found.into_iter().map(|p| p.within(&prefix))),
+            }
+        }
+        checked
+    });
+    match version {
+        Some(version) if problems.is_empty() => Ok((version, checked)),
+        _ => Err(Error::Invalid(problems)),
     }
 }
 

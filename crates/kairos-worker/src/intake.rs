@@ -119,7 +119,7 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
     let error = text(fields, "error", 0, MAX_ERROR_TEXT, &mut problems);
     let attempt = match fields.get("attempt") {
         None | Some(Value::Null) => None,
-        Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+        Some(value) => match whole_u32(value) {
             Some(n) if n >= 1 => Some(n),
             _ => {
                 problems.push(Problem::new(
@@ -149,6 +149,16 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
         }),
         _ => Err(problems),
     }
+}
+
+/// A JSON number without a fraction (`2` or `2.0`, as JSON Schema's `integer`) that fits in
+/// a `u32`.
+fn whole_u32(value: &Value) -> Option<u32> {
+    let n = value.as_u64().or_else(|| {
+        let f = value.as_f64()?;
+        (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u64)
+    })?;
+    u32::try_from(n).ok()
 }
 
 /// An optional text field of `min..=max` characters with no NUL (PostgreSQL cannot store
@@ -507,6 +517,17 @@ mod tests {
             let problems = parse_report("k", &body).expect_err("NUL");
             assert_eq!(fields(&problems), [field]);
             assert!(problems[0].rule.contains("NUL"));
+        }
+    }
+
+    #[test]
+    fn an_attempt_written_with_a_zero_fraction_is_an_integer() {
+        let body = json!({"status": "STARTED", "attempt": 2.0});
+        assert!(parse_report("k", &body).is_ok());
+        for attempt in [json!(2.5), json!(0.0), json!(-1.0), json!(4294967296.0)] {
+            let body = json!({"status": "STARTED", "attempt": attempt});
+            let problems = parse_report("k", &body).expect_err("not an attempt");
+            assert_eq!(fields(&problems), ["attempt"], "{attempt}");
         }
     }
 
