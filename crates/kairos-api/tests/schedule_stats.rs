@@ -15,8 +15,8 @@ use serde_json::json;
 
 const NOW: &str = "2026-03-08T12:00:00Z";
 
-fn enqueued(key: &str) -> Outcome {
-    Outcome::enqueued(key, 1, true)
+fn enqueued(key: &str, at: &str) -> Outcome {
+    Outcome::enqueued(key, 1, true, Some(ts(at)))
 }
 
 #[tokio::test]
@@ -70,8 +70,8 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
         runs::insert(&pool, &run, ts(at)).await.expect("insert run");
     }
     let mut conn = pool.acquire().await.expect("conn");
-    let first = [enqueued(&key(ticks[0]))];
-    dispatch::record(&mut conn, &first, ts(ticks[0]), Some(ts(ticks[0])))
+    let first = [enqueued(&key(ticks[0]), ticks[0])];
+    dispatch::record(&mut conn, &first, ts(ticks[0]))
         .await
         .expect("record");
     let status_uri = format!("/runs/{}/status", key(ticks[0]));
@@ -87,9 +87,9 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
     let skip = format!("overlap skip: run {} is in flight", key(ticks[2]));
     let rest = [
         Outcome::skipped(&key(ticks[1]), skip.clone()),
-        enqueued(&key(ticks[2])),
+        enqueued(&key(ticks[2]), ticks[2]),
     ];
-    dispatch::record(&mut conn, &rest, ts(ticks[2]), Some(ts(ticks[2])))
+    dispatch::record(&mut conn, &rest, ts(ticks[2]))
         .await
         .expect("record");
     drop(conn);

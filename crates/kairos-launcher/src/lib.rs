@@ -31,6 +31,9 @@ pub struct Enqueued {
     pub stream_sequence: u64,
     /// The queue already held a message with this id; nothing new was stored. A success.
     pub duplicate: bool,
+    /// When the acknowledgement came in, on this instance's monotonic clock: a message of a
+    /// pipelined batch is out when its own acknowledgement is, not when the last one is.
+    pub acked_at: std::time::Instant,
 }
 
 /// Publishes launch messages. Implementations are safe to call from many tasks.

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
@@ -77,6 +78,7 @@ impl InMemoryLauncher {
             return Ok(Enqueued {
                 stream_sequence: *sequence,
                 duplicate: true,
+                acked_at: Instant::now(),
             });
         }
         state.messages.push(message.clone());
@@ -85,6 +87,7 @@ impl InMemoryLauncher {
         Ok(Enqueued {
             stream_sequence: sequence,
             duplicate: false,
+            acked_at: Instant::now(),
         })
     }
 }
@@ -121,6 +124,7 @@ impl RunLauncher for InMemoryLauncher {
                     return Ok(Enqueued {
                         stream_sequence: *sequence,
                         duplicate: true,
+                        acked_at: Instant::now(),
                     });
                 }
                 state.cancels.push(cancel.clone());
@@ -129,6 +133,7 @@ impl RunLauncher for InMemoryLauncher {
                 Ok(Enqueued {
                     stream_sequence: sequence,
                     duplicate: false,
+                    acked_at: Instant::now(),
                 })
             })
             .collect()
@@ -148,6 +153,7 @@ impl RunLauncher for InMemoryLauncher {
                     return Ok(Enqueued {
                         stream_sequence: *sequence,
                         duplicate: true,
+                        acked_at: Instant::now(),
                     });
                 }
                 state.dead_letters.push(letter.clone());
@@ -156,6 +162,7 @@ impl RunLauncher for InMemoryLauncher {
                 Ok(Enqueued {
                     stream_sequence: sequence,
                     duplicate: false,
+                    acked_at: Instant::now(),
                 })
             })
             .collect()

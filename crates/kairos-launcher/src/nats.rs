@@ -13,7 +13,7 @@
 //!   `Nats-Msg-Id`, and a `duplicate` acknowledgement counts as success.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
@@ -327,6 +327,7 @@ impl NatsLauncher {
             Ok(Enqueued {
                 stream_sequence: ack.sequence,
                 duplicate: ack.duplicate,
+                acked_at: Instant::now(),
             })
         });
         join_all(acks).await

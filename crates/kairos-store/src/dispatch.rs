@@ -231,10 +231,10 @@ pub async fn dags(
         .collect())
 }
 
-/// Records every outcome of a batch in one statement. A run moved to `ENQUEUED` gets
-/// `published_at` = `acked_at`, the database's time when the batch's acknowledgements were
-/// in (the dispatcher's estimate of it, never ahead of the database's clock), or the
-/// statement's clock when that is not known.
+/// Records every outcome of a batch in one statement. A run moved to `ENQUEUED` gets its
+/// outcome's `published_at`, the database's time when its own acknowledgement came in (the
+/// dispatcher's estimate of it, never ahead of the database's clock), or the statement's
+/// clock when that is not known.
 ///
 /// Returns the fire drift of every planner tick (`source = 'schedule'`, first attempt) this
 /// call moved to `ENQUEUED`: seconds from its planned `run_at` to `published_at` (negative when a negative
@@ -248,7 +248,6 @@ pub async fn record(
     tx: &mut PgConnection,
     outcomes: &[Outcome],
     now: DateTime<Utc>,
-    acked_at: Option<DateTime<Utc>>,
 ) -> Result<Vec<f64>> {
     if outcomes.is_empty() {
         return Ok(Vec::new());
@@ -264,12 +263,14 @@ pub async fn record(
     let errors: Vec<Option<&str>> = outcomes.iter().map(Outcome::launch_error).collect();
     let exclusive: Vec<bool> = outcomes.iter().map(Outcome::exclusive).collect();
     let attempted: Vec<bool> = outcomes.iter().map(Outcome::attempted).collect();
+    let published: Vec<Option<DateTime<Utc>>> =
+        outcomes.iter().map(Outcome::published_at).collect();
     // The drift comes back with the update (no second statement on the hot path).
     let drift = sqlx::query_scalar(
         "with moved as (update schedule_runs r set status = coalesce(v.status, r.status), \
            stream_seq = coalesce(v.stream_seq, r.stream_seq), \
            published_at = case when v.status = 'ENQUEUED' \
-             then coalesce($9, clock_timestamp()) else r.published_at end, \
+             then coalesce(v.published_at, clock_timestamp()) else r.published_at end, \
            attempts = r.attempts + case when v.attempted then 1 else 0 end, \
            reason = coalesce(v.reason, r.reason), \
            last_error = coalesce(v.last_error, r.last_error), \
@@ -278,8 +279,9 @@ pub async fn record(
              else r.finished_at end, \
            updated_at = $8 \
          from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], \
-                     $6::bool[], $7::bool[]) \
-           as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted) \
+                     $6::bool[], $7::bool[], $9::timestamptz[]) \
+           as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted, \
+                published_at) \
          where r.idempotency_key = v.idempotency_key and r.status in ('PENDING', 'RETRYING') \
          returning r.status, r.source, r.run_at, r.published_at, r.attempt) \
          select extract(epoch from published_at - run_at)::float8 from moved \
@@ -293,7 +295,7 @@ pub async fn record(
     .bind(exclusive)
     .bind(attempted)
     .bind(now)
-    .bind(acked_at)
+    .bind(published)
     .fetch_all(&mut *tx)
     .await?;
     Ok(drift)

@@ -3,6 +3,7 @@
 //! constructors, so every outcome is a legal move out of `PENDING`; the status it leads to,
 //! the reason written on the row and whether a publish was attempted all follow from it.
 
+use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
 
 /// What happened to one claimed run. Built only by its constructors, so every outcome is a
@@ -22,6 +23,9 @@ pub enum Settled {
         stream_seq: i64,
         /// Published under `skip`/`queue`: counts against the one-in-flight index.
         exclusive: bool,
+        /// When the stream acknowledged it, on the database's clock (an estimate that never
+        /// runs ahead of it); `None`: the recording statement's clock.
+        published_at: Option<DateTime<Utc>>,
     },
     /// The publish failed but may succeed later: stays `PENDING` (or `RETRYING`), invariant 6.
     Retry {
@@ -75,13 +79,20 @@ impl Unlaunchable {
 }
 
 impl Outcome {
-    /// Published and acknowledged at `stream_seq`.
-    pub fn enqueued(key: &str, stream_seq: i64, exclusive: bool) -> Outcome {
+    /// Published and acknowledged at `stream_seq`, at `published_at` on the database's clock
+    /// when the caller knows it.
+    pub fn enqueued(
+        key: &str,
+        stream_seq: i64,
+        exclusive: bool,
+        published_at: Option<DateTime<Utc>>,
+    ) -> Outcome {
         Outcome::new(
             key,
             Settled::Enqueued {
                 stream_seq,
                 exclusive,
+                published_at,
             },
         )
     }
@@ -161,6 +172,13 @@ impl Outcome {
     pub(crate) fn stream_seq(&self) -> Option<i64> {
         match self.settled {
             Settled::Enqueued { stream_seq, .. } => Some(stream_seq),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn published_at(&self) -> Option<DateTime<Utc>> {
+        match self.settled {
+            Settled::Enqueued { published_at, .. } => published_at,
             _ => None,
         }
     }

@@ -121,3 +121,45 @@ async fn a_round_publishes_in_waves_and_each_wave_sees_the_one_before() {
     );
     assert!(published_after_fire(&pool, &key(4)).await >= 0.0);
 }
+
+#[tokio::test]
+async fn each_run_of_a_wave_is_published_at_its_own_acknowledgement() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    for n in 1..=100 {
+        run(&pool, &key(n), "s", -0.1).await;
+    }
+    let dispatcher = Dispatcher::new(pool.clone(), launcher, prestaged(1000));
+    let round = dispatcher.round().await.expect("round");
+    assert_eq!(round.enqueued, 100, "one batch, one wave");
+    let after: DateTime<Utc> = sqlx::query_scalar("select clock_timestamp()")
+        .fetch_one(&pool)
+        .await
+        .expect("now");
+    let published: Vec<(i64, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "select stream_seq, published_at, fire_at from schedule_runs order by stream_seq",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("runs");
+    // The stream acknowledges in sequence order, so the times follow it; a wave stamped
+    // with one time (its last acknowledgement) would show a single value.
+    assert!(
+        published.windows(2).all(|pair| pair[0].1 <= pair[1].1),
+        "published_at follows the stream sequence"
+    );
+    let distinct: std::collections::HashSet<_> = published.iter().map(|row| row.1).collect();
+    assert!(
+        distinct.len() > 1,
+        "each run has its own time, not its wave's"
+    );
+    assert!(
+        published
+            .iter()
+            .all(|(_, at, fire_at)| fire_at <= at && *at <= after),
+        "between fire_at and the database's clock after the round"
+    );
+}

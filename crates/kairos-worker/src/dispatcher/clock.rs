@@ -4,6 +4,8 @@
 //! can only lag the database (invariant 3: an instance whose clock is fast never publishes
 //! early; it may publish as late as the claim statement took).
 
+use std::time::Instant;
+
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Reads the instance's clock (`Utc::now` in production; tests pass a skewed one).
@@ -31,6 +33,15 @@ impl DbClock {
         (self.instance)() + self.offset
     }
 
+    /// The database's time now, paired with the instance's monotonic clock, to date the
+    /// moments before it (acknowledgements) consistently with one another.
+    pub(super) fn stamp(&self) -> Stamp {
+        Stamp {
+            db_now: self.now(),
+            instant: Instant::now(),
+        }
+    }
+
     /// Sleeps until the database's clock has reached `at`.
     pub(super) async fn sleep_until(&self, at: DateTime<Utc>) {
         loop {
@@ -41,6 +52,22 @@ impl DbClock {
             }
             tokio::time::sleep(left).await;
         }
+    }
+}
+
+/// A reading of the database's clock and of the instance's monotonic clock at one moment.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stamp {
+    db_now: DateTime<Utc>,
+    instant: Instant,
+}
+
+impl Stamp {
+    /// The database's time when the monotonic clock read `instant`, at the latest: every
+    /// moment dated from one stamp keeps its order and distance to the others.
+    pub(super) fn at(&self, instant: Instant) -> DateTime<Utc> {
+        let before = self.instant.saturating_duration_since(instant);
+        self.db_now - TimeDelta::from_std(before).unwrap_or(TimeDelta::zero())
     }
 }
 
@@ -62,6 +89,23 @@ mod tests {
             estimate <= Utc::now(),
             "never ahead of the database's clock"
         );
+    }
+
+    #[test]
+    fn moments_dated_from_one_stamp_keep_their_order_and_distance() {
+        let first = Instant::now();
+        let second = first + std::time::Duration::from_millis(7);
+        let clock = DbClock::measured(fast, Utc::now());
+        let stamp = Stamp {
+            db_now: clock.now(),
+            instant: second + std::time::Duration::from_millis(3),
+        };
+        assert_eq!(
+            stamp.at(second) - stamp.at(first),
+            TimeDelta::milliseconds(7)
+        );
+        assert_eq!(stamp.db_now - stamp.at(second), TimeDelta::milliseconds(3));
+        assert!(stamp.at(first) <= Utc::now(), "never ahead of the database");
     }
 
     #[tokio::test]

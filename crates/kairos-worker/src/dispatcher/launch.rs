@@ -9,7 +9,9 @@ use kairos_launcher::{Enqueued, LaunchMessage, RunLauncher, Source};
 use kairos_store::dispatch::{self, Claimed, Outcome};
 use kairos_store::Tx;
 
+use super::clock::Stamp;
 use super::decide::Decision;
+use super::round::Release;
 use super::{report, Dispatcher, Result};
 
 /// The DAG of each `(workflow_id, version)` a batch names.
@@ -41,6 +43,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         live: &[Claimed],
         decisions: &[Decision],
         dags: &Dags,
+        release: Release,
     ) -> Vec<Outcome> {
         let runs: Vec<(&Claimed, bool)> = live
             .iter()
@@ -59,11 +62,12 @@ impl<L: RunLauncher> Dispatcher<L> {
             .collect();
         let acks =
             tokio::time::timeout(self.config.launch_timeout, self.launcher.launch(&messages)).await;
+        let stamp = release.stamp();
         let outcomes: Vec<Outcome> = match acks {
             Ok(acks) => runs
                 .iter()
                 .zip(acks)
-                .map(|((run, exclusive), ack)| launched(run, *exclusive, ack))
+                .map(|((run, exclusive), ack)| launched(run, *exclusive, ack, stamp))
                 .collect(),
             Err(_) => {
                 let error = format!(
@@ -124,10 +128,20 @@ pub(super) fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
 }
 
 /// The outcome of one publish: `ENQUEUED`, retry later (`PENDING`) or refused (`FAILED`).
-fn launched(run: &Claimed, exclusive: bool, ack: kairos_launcher::Result<Enqueued>) -> Outcome {
+fn launched(
+    run: &Claimed,
+    exclusive: bool,
+    ack: kairos_launcher::Result<Enqueued>,
+    stamp: Option<Stamp>,
+) -> Outcome {
     let key = run.idempotency_key.as_str();
     match ack {
-        Ok(enqueued) => Outcome::enqueued(key, enqueued.stream_sequence as i64, exclusive),
+        Ok(enqueued) => Outcome::enqueued(
+            key,
+            enqueued.stream_sequence as i64,
+            exclusive,
+            stamp.map(|stamp| stamp.at(enqueued.acked_at)),
+        ),
         Err(err) if err.is_retryable() => Outcome::retry(key, err.to_string()),
         Err(err) => Outcome::refused(key, err.to_string()),
     }

@@ -10,7 +10,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
 use kairos_store::Tx;
 
-use super::clock::DbClock;
+use super::clock::{DbClock, Stamp};
 use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
 use super::launch::Dags;
 use super::{report, Dispatcher, Result};
@@ -72,16 +72,15 @@ impl<L: RunLauncher> Dispatcher<L> {
         let claimed_n = claimed.len();
         let dags = Dags::load(tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
-        let mut drift = dispatch::record(tx, &outcomes, release.now(), None).await?;
+        let mut drift = dispatch::record(tx, &outcomes, release.now()).await?;
         let mut cancels = 0;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
-            let launched = self.launch(&wave, &decisions, &dags).await;
-            let acked_at = release.acked_at();
+            let launched = self.launch(&wave, &decisions, &dags, release).await;
             crash_point("dispatcher_after_ack");
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
-            drift.extend(dispatch::record(tx, &recorded, release.now(), acked_at).await?);
+            drift.extend(dispatch::record(tx, &recorded, release.now()).await?);
             cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
             outcomes.extend(recorded);
         }
@@ -114,12 +113,13 @@ impl Release {
         }
     }
 
-    /// When a wave's acknowledgements are in, on the database's clock: so `published_at`
-    /// (and the fire drift) is the publish, not the statement that records it. `None` for a
-    /// run-launcher start, whose `now` was read before publishing.
-    fn acked_at(&self) -> Option<DateTime<Utc>> {
+    /// A reading of the database's clock to date a wave's acknowledgements by, taken once
+    /// they are all in: so each run's `published_at` (and its fire drift) is its own publish,
+    /// not the end of its wave nor the statement that records it. `None` for a run-launcher
+    /// start, whose `now` was read before publishing.
+    pub(super) fn stamp(&self) -> Option<Stamp> {
         match self {
-            Release::WhenDue(clock) => Some(clock.now()),
+            Release::WhenDue(clock) => Some(clock.stamp()),
             Release::Now(_) => None,
         }
     }
