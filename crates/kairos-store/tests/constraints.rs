@@ -77,3 +77,57 @@ async fn one_row_per_key_and_only_valid_rows(pool: PgPool) {
         "end_at before start_at is refused by the table too"
     );
 }
+
+/// The constraint a refused statement named, if it was a check violation.
+fn violated_check(res: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> Option<String> {
+    match res {
+        Err(sqlx::Error::Database(err)) if err.code().as_deref() == Some("23514") => {
+            err.constraint().map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+async fn a_key_of_the_wrong_shape_is_refused_whenever_it_is_written(pool: PgPool) {
+    let key_check = Some("schedule_runs_idempotency_key_check".to_string());
+    let insert = |key: &str, source: &str| {
+        sqlx::query(
+            "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+             source, workflow_id, version, user_id) \
+             values ($1, 's', $2, $2, 'PENDING', $3, 'w', 1, 'u')",
+        )
+        .bind(key.to_string())
+        .bind(at())
+        .bind(source.to_string())
+    };
+    let hex = "d".repeat(64);
+    for (key, source) in [
+        ("not-hex", "schedule"),
+        (hex.as_str(), "api"),
+        ("a b", "api"),
+    ] {
+        let res = insert(key, source).execute(&pool).await;
+        assert_eq!(violated_check(res), key_check, "{key:?} as {source}");
+    }
+    insert(&hex, "schedule").execute(&pool).await.expect("hex");
+    insert("caller-key_1", "api")
+        .execute(&pool)
+        .await
+        .expect("api");
+    // An update that writes the key or the source is checked like an insert.
+    for update in [
+        "update schedule_runs set idempotency_key = 'NOT-HEX' where source = 'schedule'",
+        "update schedule_runs set source = 'api' where source = 'schedule'",
+        "update schedule_runs set source = 'manual' where source = 'api'",
+    ] {
+        let res = sqlx::query(update).execute(&pool).await;
+        assert_eq!(violated_check(res), key_check, "{update}");
+    }
+    // A status change leaves the key alone and is not checked again.
+    let moved = sqlx::query("update schedule_runs set status = 'ENQUEUED'")
+        .execute(&pool)
+        .await
+        .expect("status change");
+    assert_eq!(moved.rows_affected(), 2);
+}
