@@ -54,7 +54,7 @@ fn windows(args: &Args, now: DateTime<Utc>) -> Vec<(DateTime<Utc>, DateTime<Utc>
 ///
 /// Nothing is asked of the database before a window's last tick, and after it only whether
 /// a run of the window is still unpublished (one probe of the hot set's partial index), every
-/// 250 ms: counting the window's rows while the burst goes out would take CPU from the
+/// second: counting the window's rows while the burst goes out would take CPU from the
 /// system under measurement on a machine that has two cores for all of it.
 pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> Result<Vec<Mark>> {
     let windows = windows(args, Utc::now());
@@ -74,7 +74,7 @@ pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> R
             if Utc::now() > give_up {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
         marks.push(read(scratch, from, to, expected).await?);
     }
