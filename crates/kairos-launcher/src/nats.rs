@@ -5,8 +5,9 @@
 //!   (`KAIROS_CANCEL`, `<prefix>.cancel.>`, kept a day) are created or updated on connect,
 //!   with the duplicate window from config. The window must exceed the longest
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
-//! - A batch is pipelined: every message is sent (bounded by `max_inflight` pending acks,
-//!   which applies back-pressure), then every acknowledgement is awaited.
+//! - A batch is pipelined: up to `max_inflight` messages are awaiting their acknowledgement
+//!   at once (back-pressure), and acknowledgements are collected while later messages are
+//!   sent, so callers sharing the limit never wait on each other.
 //! - `replicas` (1 or 3) applies to the launch, dead-letter and status streams. With more
 //!   than one, the cluster is checked before any stream is created (see [`crate::replicas`]).
 //! - A timeout does not mean the message was not stored: callers retry with the same
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
-use futures::future::join_all;
+use futures::StreamExt;
 
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
@@ -296,41 +297,37 @@ impl RunLauncher for NatsLauncher {
 }
 
 impl NatsLauncher {
-    /// Publishes a batch in chunks of `max_inflight`.
+    /// Publishes a batch, pipelined: each message is staged and then its acknowledgement
+    /// awaited as one future, and up to `max_inflight` of them run at once, polled together,
+    /// so acknowledgements are collected (and their permits released) while later messages
+    /// wait to be staged. Outcomes come back in batch order.
+    ///
+    /// Invariant: a caller never holds permits while it waits for more. Staging a whole
+    /// chunk before awaiting any acknowledgement did, and two callers sharing the context's
+    /// `max_inflight` permits (two dispatch lanes with batches over half the limit) each held
+    /// part of them and waited for the rest until the caller's launch timeout.
     async fn publish(&self, batch: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
-        let mut outcomes = Vec::with_capacity(batch.len());
-        let mut batch = batch.into_iter().peekable();
-        // Invariant: at most `max_inflight` acknowledgements are pending when staging, since
-        // a staged publish holds its permit until its acknowledgement future completes;
-        // staging more before awaiting any would wait for a permit forever.
-        while batch.peek().is_some() {
-            let chunk: Vec<Outgoing> = batch
-                .by_ref()
-                .take(self.config.max_inflight.max(1))
-                .collect();
-            outcomes.extend(self.launch_chunk(chunk).await);
-        }
-        outcomes
+        futures::stream::iter(batch)
+            .map(|message| self.publish_one(message))
+            .buffered(self.config.max_inflight.max(1))
+            .collect()
+            .await
     }
 
-    /// Stages every message of `chunk` first so acknowledgements overlap (pipelining), then
-    /// awaits them all.
-    async fn launch_chunk(&self, chunk: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
-        let mut staged = Vec::with_capacity(chunk.len());
-        for message in chunk {
-            staged.push(self.stage(message).await);
-        }
-        let acks = staged.into_iter().map(|staged| async move {
-            let ack = staged?.await.map_err(|err| Error::Publish {
+    /// Stages one message and awaits its acknowledgement.
+    async fn publish_one(&self, message: Outgoing) -> Result<Enqueued> {
+        let ack = self
+            .stage(message)
+            .await?
+            .await
+            .map_err(|err| Error::Publish {
                 reason: err.to_string(),
             })?;
-            Ok(Enqueued {
-                stream_sequence: ack.sequence,
-                duplicate: ack.duplicate,
-                acked_at: Instant::now(),
-            })
-        });
-        join_all(acks).await
+        Ok(Enqueued {
+            stream_sequence: ack.sequence,
+            duplicate: ack.duplicate,
+            acked_at: Instant::now(),
+        })
     }
 }
 

@@ -156,3 +156,26 @@ async fn nats_launcher_completes_batches_larger_than_max_inflight() {
     assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 100);
     assert_eq!(launcher.stream_messages().await.expect("info"), 100);
 }
+
+#[tokio::test]
+async fn concurrent_batches_sharing_the_inflight_limit_never_wait_on_each_other() {
+    // Two dispatch lanes share one launcher. Each batch is bigger than half the in-flight
+    // limit: had each lane staged its messages before awaiting any acknowledgement, each
+    // would hold half the permits and wait for the other's, until the caller's timeout.
+    let server = NatsServer::start();
+    let mut config = NatsConfig::new(server.url());
+    config.max_inflight = 16;
+    let launcher = NatsLauncher::connect(config).await.expect("connect");
+    let lane = |name: &str| -> Vec<_> {
+        (0..40)
+            .map(|i| message(&format!("{name}-{i}"), 1))
+            .collect()
+    };
+    let (a, b) = (lane("a"), lane("b"));
+    let both = async { tokio::join!(launcher.launch(&a), launcher.launch(&b)) };
+    let (a, b) = tokio::time::timeout(Duration::from_secs(20), both)
+        .await
+        .expect("two lanes past half the in-flight limit must not stall");
+    assert_eq!(a.iter().chain(&b).filter(|o| o.is_ok()).count(), 80);
+    assert_eq!(launcher.stream_messages().await.expect("info"), 80);
+}
