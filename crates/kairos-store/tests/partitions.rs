@@ -518,8 +518,8 @@ async fn measure_dropping_a_day_against_deleting_its_rows(pool: PgPool) {
             "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
                workflow_id, version, user_id, created_at, updated_at, finished_at) \
              select encode(sha256(convert_to('s' || (g % 1000) || ':' || g, 'UTF8')), 'hex'), \
-               's' || (g % 1000), $1 + make_interval(secs => g * 0.0864), \
-               $1 + make_interval(secs => g * 0.0864), 'SUCCESS', 'w', 1, 'u', $1, $1, $1 \
+               's' || (g % 1000), $1 + make_interval(secs => g / 12), \
+               $1 + make_interval(secs => g / 12), 'SUCCESS', 'w', 1, 'u', $1, $1, $1 \
              from generate_series(0, 999999) g",
         )
         .bind(old_day)
