@@ -220,6 +220,9 @@ pub struct HistoryConfig {
     pub batch_size: u32,
     /// Seconds between retention passes.
     pub interval_s: u64,
+    /// Daily partitions of `schedule_runs` made ahead of today (by the planner role at start
+    /// and by every retention pass).
+    pub partition_days_ahead: u32,
 }
 
 /// `[log]`: tracing output.

@@ -99,6 +99,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             roles.spawn(async move { retention.run(stopped).await.context("retention") });
         }
         if runs("planner") {
+            // The days the planner is about to fill get their partitions before it starts
+            // (retention passes keep them ahead later). A failure only costs retention its
+            // fast path for those days, so it is logged, not fatal.
+            let days_ahead = config.history.partition_days_ahead;
+            if let Err(err) = prepare_partitions(&pool, days_ahead).await {
+                tracing::warn!(error = %format!("{err:#}"), "run partitions not created at start");
+            }
             let planner = Planner::new(pool.clone(), planner_config(&config)?);
             let stopped = stopped(stopping.clone());
             roles.spawn(async move { planner.run(stopped).await.context("planner") });
@@ -217,6 +224,13 @@ fn planner_config(config: &Config) -> anyhow::Result<PlannerConfig> {
     })
 }
 
+/// Makes the daily run partitions ahead of the database's today.
+async fn prepare_partitions(pool: &kairos_store::PgPool, days_ahead: u32) -> anyhow::Result<()> {
+    let now = kairos_store::now(pool, None).await?;
+    kairos_worker::retention::create_partitions(pool, now, days_ahead).await?;
+    Ok(())
+}
+
 /// Retention's knobs from `[history]`. A pass deletes at most 100 batches (100 k rows at
 /// the default batch size), resting 50 ms between batches so the hot path keeps the database.
 fn retention_config(config: &Config) -> RetentionConfig {
@@ -228,6 +242,7 @@ fn retention_config(config: &Config) -> RetentionConfig {
         max_batches: 100,
         batch_pause: std::time::Duration::from_millis(50),
         interval: std::time::Duration::from_secs(history.interval_s),
+        partition_days_ahead: history.partition_days_ahead,
         pinned_now: None,
     }
 }

@@ -434,6 +434,8 @@ pub struct ApiRun {
 }
 
 /// Writes an api run, due now, unless its key exists. Returns whether it was written.
+/// The key is claimed in the ledger `run_keys` in the same statement (a trigger), so the key
+/// stays unique whatever `scheduled_for` a repeated request carries.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails (a key the CHECK refuses included).
@@ -446,7 +448,7 @@ pub async fn insert_api_run(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
          source, workflow_id, version, user_id, created_at, updated_at) \
          values ($1, $2, $3, $4, 'PENDING', 'api', $5, $6, $7, $4, $4) \
-         on conflict (idempotency_key) do nothing",
+         on conflict do nothing",
     )
     .bind(&run.idempotency_key)
     .bind(API_SCHEDULE_ID)

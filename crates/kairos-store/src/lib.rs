@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod outbox;
 mod outcome;
 pub mod overview;
+pub mod partitions;
 pub mod planning;
 pub mod retention;
 pub mod runs;

@@ -112,6 +112,9 @@ impl RunRows {
 
 /// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`) and their own overlap
 /// policy, if any, skipping keys that exist (invariant 1). Returns how many rows were written.
+/// The conflict target is the primary key `(idempotency_key, run_at)`: a tick key is
+/// sha256 of the schedule and the tick's epoch seconds, so it conflicts exactly when the key
+/// exists.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails (a CHECK, e.g. a fractional run_at).
@@ -133,7 +136,7 @@ pub async fn insert_runs(
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          left join schedules sc on sc.schedule_id = t.s \
-         on conflict (idempotency_key) do nothing",
+         on conflict (idempotency_key, run_at) do nothing",
     )
     .bind(&rows.idempotency_keys)
     .bind(&rows.schedule_ids)

@@ -13,10 +13,11 @@
 //! by the same rule (there is no foreign key to cascade).
 //!
 //! Cost: candidates are found by a sequential scan that stops after `limit` matches; old rows
-//! sit early in the heap, so a batch with work is cheap, and a pass that finds nothing reads
-//! the table once. At the scale where that matters, `schedule_runs` is partitioned by `run_at`
-//! and retention becomes dropping partitions (DESIGN.md §7); the migrations note how the key
-//! stays unique then.
+//! sit early in the heap (and in the oldest partitions), so a batch with work is cheap, and a
+//! pass that finds nothing reads the table once. `schedule_runs` is partitioned by day of
+//! `run_at`: a whole old day is dropped instead when nothing in it must be kept
+//! ([`crate::partitions::drop_old`]); this row delete is the fallback for the rest (days
+//! holding a kept run, and the default partition).
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
@@ -46,11 +47,13 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
     // newest run, read from `schedule_runs_schedule` (at most keep_last index entries). A
     // schedule with fewer runs has no boundary (NULL), so nothing of it is deleted. Ties on
     // run_at with the boundary are kept (strict <), which can only keep more.
-    // A deleted run's attempts and retry requests go with it, in the same statement.
+    // A deleted run's attempts and retry requests go with it, in the same statement (and its
+    // ledger row in `run_keys`, if it has one, by a trigger). Victims are named by primary
+    // key, (idempotency_key, run_at), so each delete probes one partition.
     let deleted: i64 = sqlx::query_scalar(
         "with gone as ( \
-           delete from schedule_runs d where d.idempotency_key in ( \
-             select r.idempotency_key from schedule_runs r \
+           delete from schedule_runs d where (d.idempotency_key, d.run_at) in ( \
+             select r.idempotency_key, r.run_at from schedule_runs r \
              where r.status = any($4) and r.run_at < $1 and r.updated_at < $1 \
                and ($2 = 0 or r.run_at < ( \
                  select k.run_at from schedule_runs k where k.schedule_id = r.schedule_id \
@@ -79,7 +82,7 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
 /// The names of the statuses a run never leaves (except `CANCELLED`, which a resume may
 /// bring back for a tick that is still in the future; such a tick is never older than the
 /// retention period): the only rows retention may delete.
-fn terminal_names() -> Vec<&'static str> {
+pub(crate) fn terminal_names() -> Vec<&'static str> {
     RunStatus::ALL
         .into_iter()
         .filter(|status| status.terminal())

@@ -98,6 +98,11 @@ pub struct NewRun {
 
 /// Writes a run unless its key exists (invariant 1). Returns whether a row was written.
 ///
+/// The primary key is `(idempotency_key, run_at)` (the table is partitioned by `run_at`). A
+/// tick or backfill key determines its `run_at`, so that is the key alone; a manual run's key
+/// is claimed in the ledger `run_keys` by a trigger in this same statement, so a key that
+/// exists with another `run_at` writes nothing too.
+///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
 pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -> Result<bool> {
@@ -107,7 +112,7 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
          priority) \
          select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, \
            coalesce((select priority from schedules where schedule_id = $2), 0) \
-         on conflict (idempotency_key) do nothing",
+         on conflict do nothing",
     )
     .bind(&run.idempotency_key)
     .bind(&run.schedule_id)

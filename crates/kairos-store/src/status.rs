@@ -156,7 +156,9 @@ pub async fn apply(
 }
 
 /// The transition. `cur` locks the row (concurrent reports on one run queue up and each
-/// sees the latest status); `blocker` is another exclusive run holding the schedule;
+/// sees the latest status; found by key alone, one index probe per partition);
+/// `blocker` is another exclusive run holding the schedule (`runs_in_flight`, the table
+/// the one-in-flight triggers keep);
 /// `decision` ranks; `upd` moves it (to `RETRYING` with the next attempt when `$9` gives its
 /// time; dead-lettered when `$10`); `beat` records a heartbeat; `recorded` keeps a finished
 /// attempt; `released` frees the oldest `QUEUED` run of the schedule when an exclusive run
@@ -166,18 +168,17 @@ pub async fn apply(
 /// $7 wake-up channel, $8 the report's attempt, $9 next attempt at, $10 dead-letter.
 const TRANSITION: &str = "
 with cur as (
-    select idempotency_key, schedule_id, status, executor_id, run_id, published_at, fire_at,
-        started_at, attempt,
+    select idempotency_key, run_at, schedule_id, status, executor_id, run_id, published_at,
+        fire_at, started_at, attempt,
         source <> 'api' and coalesce((select s.overlap_policy <> 'allow'
             from schedules s where s.schedule_id = r.schedule_id), false) as exclusive_now
     from schedule_runs r
     where idempotency_key = $1 for update
 ), blocker as (
-    select min(b.idempotency_key) as key from schedule_runs b join cur
+    select min(b.idempotency_key) as key from runs_in_flight b join cur
       on b.schedule_id = cur.schedule_id and b.idempotency_key <> cur.idempotency_key
-    where b.exclusive and b.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING')
 ), decision as (
-    select cur.idempotency_key,
+    select cur.idempotency_key, cur.run_at,
         case
             when $8::int is not null and $8 <> cur.attempt then 'stale'
             when cur.status = 'PENDING'
@@ -253,14 +254,15 @@ with cur as (
             else r.exclusive end,
         updated_at = coalesce($6, clock_timestamp())
     from decision d, cur
-    where r.idempotency_key = d.idempotency_key and d.action = 'apply'
+    where r.idempotency_key = d.idempotency_key and r.run_at = d.run_at and d.action = 'apply'
     returning r.schedule_id, r.status, r.exclusive
 ), beat as (
     update schedule_runs r set heartbeat_at = coalesce($6, clock_timestamp()),
         executor_id = coalesce(r.executor_id, $3),
         updated_at = coalesce($6, clock_timestamp())
     from decision d
-    where r.idempotency_key = d.idempotency_key and d.action = 'heartbeat'
+    where r.idempotency_key = d.idempotency_key and r.run_at = d.run_at
+      and d.action = 'heartbeat'
 ), recorded as (
     insert into run_attempts (idempotency_key, attempt, status, error, executor_id, run_id,
         published_at, started_at, finished_at)
@@ -274,8 +276,9 @@ with cur as (
     update schedule_runs q set status = 'PENDING', reason = null,
         released_at = coalesce($6, clock_timestamp()),
         updated_at = coalesce($6, clock_timestamp())
-    where q.idempotency_key = (
-        select w.idempotency_key from schedule_runs w join upd on w.schedule_id = upd.schedule_id
+    where (q.idempotency_key, q.run_at) = (
+        select w.idempotency_key, w.run_at from schedule_runs w
+        join upd on w.schedule_id = upd.schedule_id
         where upd.exclusive and upd.status in ('SUCCESS', 'FAILED', 'CANCELLED')
           and w.status = 'QUEUED'
         order by w.fire_at, w.idempotency_key limit 1)

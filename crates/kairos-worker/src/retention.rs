@@ -1,7 +1,13 @@
 //! The retention loop (issue 5): deletes finished runs older than `history.retention_days`
-//! and beyond the newest `history.keep_last` of their schedule, in bounded batches.
+//! and beyond the newest `history.keep_last` of their schedule, in bounded batches, and keeps
+//! the daily partitions of `schedule_runs`.
 //!
-//! One pass reads the database clock once, then deletes batches of at most `batch_size` rows
+//! One pass reads the database clock once; the first pass and then one an hour at most
+//! ([`PARTITION_INTERVAL`]) make the partitions of today and the
+//! `history.partition_days_ahead` days after it and drop every old day that holds nothing to
+//! keep ([`kairos_store::partitions::drop_old`]: one statement per day instead of a delete per
+//! run). Every pass then deletes what is left (days holding a kept run, the default partition) in
+//! batches of at most `batch_size` rows
 //! ([`kairos_store::retention::delete_batch`], one statement = one short transaction each)
 //! until a batch comes back short or `max_batches` were done, pausing `batch_pause` between
 //! batches so the planner and dispatcher keep the database's attention. Batches never wait
@@ -12,9 +18,11 @@
 //! clock only measures the sleep between passes.
 
 use std::future::Future;
-use std::time::Duration as StdDuration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_store::partitions;
 use kairos_store::retention::{self, RetentionRule};
 use kairos_store::PgPool;
 
@@ -33,6 +41,8 @@ pub struct RetentionConfig {
     pub batch_pause: StdDuration,
     /// Sleep between passes.
     pub interval: StdDuration,
+    /// Daily partitions of `schedule_runs` made ahead of today (`partition_days_ahead`).
+    pub partition_days_ahead: u32,
     /// Fixes the database "now" (tests only); `None` in production.
     pub pinned_now: Option<DateTime<Utc>>,
 }
@@ -56,8 +66,12 @@ pub struct PassReport {
     pub now: DateTime<Utc>,
     /// Batches run (including the last, short one).
     pub batches: u32,
-    /// Rows deleted.
+    /// Rows deleted one by one.
     pub deleted: u64,
+    /// Old days dropped whole.
+    pub days_dropped: u32,
+    /// Runs those days held.
+    pub dropped: u64,
     /// True when the pass stopped at `max_batches` with work left.
     pub more: bool,
 }
@@ -67,12 +81,23 @@ pub struct PassReport {
 pub struct Retention {
     pool: PgPool,
     config: RetentionConfig,
+    /// When this loop last did its partition work (shared by clones).
+    partitions_at: Arc<Mutex<Option<Instant>>>,
 }
+
+/// Partition work (days ahead, old days dropped) runs on the first pass and then at most this
+/// often: an old day that must be kept is read whole to find that out, so it is not re-read on
+/// every pass.
+pub const PARTITION_INTERVAL: StdDuration = StdDuration::from_secs(3600);
 
 impl Retention {
     /// A retention loop deleting from `pool`.
     pub fn new(pool: PgPool, config: RetentionConfig) -> Retention {
-        Retention { pool, config }
+        Retention {
+            pool,
+            config,
+            partitions_at: Arc::new(Mutex::new(None)),
+        }
     }
 
     /// Runs passes until `shutdown` resolves, `interval` apart (at once again when a pass
@@ -112,6 +137,48 @@ impl Retention {
         Ok(())
     }
 
+    /// Whether this pass does the partition work (and notes that it does).
+    fn partitions_due(&self) -> bool {
+        let mut last = self
+            .partitions_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last.is_none_or(|at| at.elapsed() >= PARTITION_INTERVAL);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+
+    /// Makes the days ahead and drops old days whole. Never stops the row deletes that
+    /// follow: a day not made or not dropped only costs speed (its runs sit in the default
+    /// partition, or go row by row).
+    async fn partition_work(
+        &self,
+        now: DateTime<Utc>,
+        rule: &RetentionRule,
+        report: &mut PassReport,
+    ) {
+        if let Err(err) = create_partitions(&self.pool, now, self.config.partition_days_ahead).await
+        {
+            tracing::warn!(error = %crate::error_chain(&err), "run partitions not created");
+        }
+        match partitions::drop_old(&self.pool, rule).await {
+            Ok(days) => {
+                report.days_dropped = u32::try_from(days.dropped.len()).unwrap_or(u32::MAX);
+                report.dropped = days.runs;
+                if !days.dropped.is_empty() {
+                    tracing::info!(days = ?days.dropped, runs = days.runs,
+                        older_than = %rule.older_than, "old days of runs dropped");
+                }
+            }
+            Err(err) => {
+                let err = Error::from(err);
+                tracing::warn!(error = %crate::error_chain(&err), "old days of runs not dropped");
+            }
+        }
+    }
+
     /// One pass: batches until one comes back short or `max_batches` were run. Dropping the
     /// future between batches is safe: every batch is its own committed statement.
     ///
@@ -129,8 +196,13 @@ impl Retention {
             now,
             batches: 0,
             deleted: 0,
+            days_dropped: 0,
+            dropped: 0,
             more: false,
         };
+        if self.partitions_due() {
+            self.partition_work(now, &rule, &mut report).await;
+        }
         while report.batches < self.config.max_batches {
             if report.batches > 0 {
                 tokio::time::sleep(self.config.batch_pause).await;
@@ -153,4 +225,27 @@ impl Retention {
         }
         Ok(report)
     }
+}
+
+/// Makes the daily partitions of `schedule_runs` for the day of `now` and the `days_ahead`
+/// days after it (idempotent; the planner role calls it at start, retention on every pass).
+/// A day whose runs already sit in the default partition is left there, logged once per
+/// call: correctness never depends on a partition existing.
+///
+/// # Errors
+/// [`Error::Store`] when a statement fails (for instance its lock was not granted in time).
+pub async fn create_partitions(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    days_ahead: u32,
+) -> Result<partitions::Ahead> {
+    let ahead = partitions::create_ahead(pool, now, days_ahead).await?;
+    if !ahead.created.is_empty() {
+        tracing::info!(days = ?ahead.created, "run partitions created");
+    }
+    if !ahead.in_default.is_empty() {
+        tracing::warn!(days = ?ahead.in_default,
+            "runs of these days are in the default partition; no daily partition made for them");
+    }
+    Ok(ahead)
 }

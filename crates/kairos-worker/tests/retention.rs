@@ -25,6 +25,7 @@ fn config(batch_size: u32, max_batches: u32) -> RetentionConfig {
         max_batches,
         batch_pause: StdDuration::ZERO,
         interval: StdDuration::from_secs(3600),
+        partition_days_ahead: 2,
         pinned_now: Some(at(NOW)),
     }
 }
@@ -74,6 +75,8 @@ async fn a_pass_is_bounded_and_the_next_one_finishes() {
             now: at(NOW),
             batches: 2,
             deleted: 6,
+            days_dropped: 0,
+            dropped: 0,
             more: true
         }
     );
@@ -118,4 +121,44 @@ async fn run_deletes_then_stops_on_shutdown() {
         .expect("stops promptly")
         .expect("task")
         .expect("run");
+}
+
+#[tokio::test]
+async fn a_pass_makes_the_days_ahead_and_drops_an_old_day_whole() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    // A day's partition 60 days back, holding 3 finished runs of `c`; `c` has 2 newer runs
+    // (keep_last 2), in the default partition.
+    kairos_store::partitions::create_ahead(&pool, at(NOW) - Duration::days(60), 0)
+        .await
+        .expect("old day");
+    for hour in [1, 2, 3] {
+        let run_at = at(NOW) - Duration::days(60) + Duration::hours(hour);
+        sqlx::query(
+            "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+               workflow_id, version, user_id, created_at, updated_at) \
+             values (encode(sha256(convert_to('c:' || $1::text, 'UTF8')), 'hex'), 'c', $1, \
+               $1, 'SUCCESS', 'w', 1, 'u', $1, $1)",
+        )
+        .bind(run_at)
+        .execute(&pool)
+        .await
+        .expect("old run");
+    }
+    runs(&pool, "c", 2, 3, RunStatus::Success).await;
+    let retention = Retention::new(pool.clone(), config(100, 10));
+    let report = retention.pass().await.expect("pass");
+    assert_eq!(
+        (report.days_dropped, report.dropped, report.deleted),
+        (1, 3, 0)
+    );
+    assert_eq!(count(&pool, "c").await, 2);
+    let days: Vec<String> = kairos_store::partitions::list(&pool)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|p| p.day.to_string())
+        .filter(|d| d.as_str() < "2026-07-01")
+        .collect();
+    assert_eq!(days, ["2026-06-01", "2026-06-02", "2026-06-03"]);
 }
