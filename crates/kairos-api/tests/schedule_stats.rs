@@ -7,7 +7,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus};
-use kairos_store::dispatch::{self, Outcome};
+use kairos_store::dispatch::{self, Outcome, RunSpan};
 use kairos_store::runs::{self, NewRun};
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
@@ -70,8 +70,9 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
         runs::insert(&pool, &run, ts(at)).await.expect("insert run");
     }
     let mut conn = pool.acquire().await.expect("conn");
+    let span = RunSpan::between(ts(ticks[0]), ts(ticks[3]));
     let first = [enqueued(&key(ticks[0]), ticks[0])];
-    dispatch::record(&mut conn, &first, ts(ticks[0]))
+    dispatch::record(&mut conn, &first, span, ts(ticks[0]))
         .await
         .expect("record");
     let status_uri = format!("/runs/{}/status", key(ticks[0]));
@@ -89,7 +90,7 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
         Outcome::skipped(&key(ticks[1]), skip.clone()),
         enqueued(&key(ticks[2]), ticks[2]),
     ];
-    dispatch::record(&mut conn, &rest, ts(ticks[2]))
+    dispatch::record(&mut conn, &rest, span, ts(ticks[2]))
         .await
         .expect("record");
     drop(conn);

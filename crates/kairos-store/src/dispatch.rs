@@ -231,7 +231,32 @@ pub async fn dags(
         .collect())
 }
 
-/// Records every outcome of a batch in one statement. A run moved to `ENQUEUED` gets its
+/// The `run_at` span of the runs a [`record`] covers. `schedule_runs` is partitioned by day
+/// of `run_at`: with the span, PostgreSQL reads only the partitions the batch lies in,
+/// pruned once per statement, instead of probing every partition's key index for every run
+/// (2,000 runs with 39 partitions: 44–55 ms instead of 67–91 ms, `scripts/partition-hot-path`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpan {
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+}
+
+impl RunSpan {
+    /// The runs whose `run_at` is in `[first, last]`.
+    pub fn between(first: DateTime<Utc>, last: DateTime<Utc>) -> RunSpan {
+        RunSpan { first, last }
+    }
+
+    /// The span of `runs`; `None` when there are none (and so nothing to record).
+    pub fn of(runs: &[Claimed]) -> Option<RunSpan> {
+        let first = runs.iter().map(|run| run.run_at).min()?;
+        let last = runs.iter().map(|run| run.run_at).max()?;
+        Some(RunSpan { first, last })
+    }
+}
+
+/// Records every outcome of a batch in one statement; `span` covers the runs the outcomes
+/// are for ([`RunSpan::of`] the claimed runs they came from). A run moved to `ENQUEUED` gets its
 /// outcome's `published_at`, the database's time when its own acknowledgement came in (the
 /// dispatcher's estimate of it, never ahead of the database's clock), or the statement's
 /// clock when that is not known.
@@ -247,6 +272,7 @@ pub async fn dags(
 pub async fn record(
     tx: &mut PgConnection,
     outcomes: &[Outcome],
+    span: RunSpan,
     now: DateTime<Utc>,
 ) -> Result<Vec<f64>> {
     if outcomes.is_empty() {
@@ -283,6 +309,7 @@ pub async fn record(
            as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted, \
                 published_at) \
          where r.idempotency_key = v.idempotency_key and r.status in ('PENDING', 'RETRYING') \
+           and r.run_at between $10 and $11 \
          returning r.status, r.source, r.run_at, r.published_at, r.attempt) \
          select extract(epoch from published_at - run_at)::float8 from moved \
          where status = 'ENQUEUED' and source = 'schedule' and attempt = 1",
@@ -296,6 +323,8 @@ pub async fn record(
     .bind(attempted)
     .bind(now)
     .bind(published)
+    .bind(span.first)
+    .bind(span.last)
     .fetch_all(&mut *tx)
     .await?;
     Ok(drift)

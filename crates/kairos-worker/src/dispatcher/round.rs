@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use kairos_core::OverlapPolicy;
 use kairos_launcher::RunLauncher;
-use kairos_store::dispatch::{self, Claimed, Outcome, Settled, Unlaunchable};
+use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Settled, Unlaunchable};
 use kairos_store::Tx;
 
 use super::clock::{DbClock, Stamp};
@@ -69,10 +69,13 @@ impl<L: RunLauncher> Dispatcher<L> {
         claimed: Vec<Claimed>,
         release: Release,
     ) -> Result<Round> {
+        let Some(span) = RunSpan::of(&claimed) else {
+            return Ok(Round::default());
+        };
         let claimed_n = claimed.len();
         let dags = Dags::load(tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
-        let mut drift = dispatch::record(tx, &outcomes, release.now()).await?;
+        let mut drift = dispatch::record(tx, &outcomes, span, release.now()).await?;
         let mut cancels = 0;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
@@ -80,7 +83,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             crash_point("dispatcher_after_ack");
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
-            drift.extend(dispatch::record(tx, &recorded, release.now()).await?);
+            drift.extend(dispatch::record(tx, &recorded, span, release.now()).await?);
             cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
             outcomes.extend(recorded);
         }
