@@ -83,18 +83,22 @@ async fn count_where(pool: &PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
 }
 
+/// The days that have a partition, in order.
+async fn days(pool: &PgPool) -> Vec<NaiveDate> {
+    partitions::list(pool)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|p| p.day)
+        .collect()
+}
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
 async fn a_fresh_database_has_daily_partitions_a_default_and_every_index(pool: PgPool) {
     let today: NaiveDate = sqlx::query_scalar("select (now() at time zone 'UTC')::date")
         .fetch_one(&pool)
         .await
         .expect("today");
-    let days: Vec<NaiveDate> = partitions::list(&pool)
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|p| p.day)
-        .collect();
+    let days = days(&pool).await;
     let expected: Vec<NaiveDate> = (0..=7).map(|n| today + chrono::Days::new(n)).collect();
     assert_eq!(days, expected);
     let default: Option<String> =
@@ -378,12 +382,7 @@ async fn retention_drops_deletable_days_and_falls_back_to_row_deletes(pool: PgPo
         [day("2030-01-02"), day("2030-01-03"), day("2030-01-04")]
     );
     assert_eq!(dropped.runs, 3);
-    let days: Vec<NaiveDate> = partitions::list(&pool)
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|p| p.day)
-        .collect();
+    let days = days(&pool).await;
     assert_eq!(
         days,
         [day("2030-01-02"), day("2030-01-03"), day("2030-01-04")],
