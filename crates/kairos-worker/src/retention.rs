@@ -228,7 +228,8 @@ impl Retention {
 }
 
 /// Makes the daily partitions of `schedule_runs` for the day of `now` and the `days_ahead`
-/// days after it (idempotent; the planner role calls it at start, retention on every pass).
+/// days after it (idempotent; the planner role calls it at start, retention on its first pass
+/// and then at most every [`PARTITION_INTERVAL`]).
 /// A day whose runs already sit in the default partition is left there, logged once per
 /// call: correctness never depends on a partition existing.
 ///
