@@ -100,18 +100,18 @@ async fn run(args: Args) -> Result<()> {
     migrate(&args.kairos, &db_url).await?;
     let nats = Arc::new(Mutex::new(kairos_testkit::NatsServer::start()));
     let nats_url = nats.lock().expect("not poisoned").url();
-    let fleet = Arc::new(
-        fleet::Fleet::start(fleet::Setup {
-            kairos: args.kairos.clone(),
-            db_url: db_url.clone(),
-            nats_url: nats_url.clone(),
-            port: args.port,
-            libfaketime,
-            skews: vec![None, Some("+5m".into()), Some("-5m".into())],
-            log_dir: log_dir.clone(),
-        })
-        .await?,
-    );
+    let fleet = fleet::Fleet::start(fleet::Setup {
+        kairos: args.kairos.clone(),
+        db_url: db_url.clone(),
+        nats_url: nats_url.clone(),
+        port: args.port,
+        libfaketime,
+        skews: vec![None, Some("+5m".into()), Some("-5m".into())],
+        log_dir: log_dir.clone(),
+    })
+    .await
+    .map_err(|err| err.context(keep_nats_log(&nats, &log_dir)))?;
+    let fleet = Arc::new(fleet);
     deploy(&args, &fleet.base_url(0)).await?;
     let executor = Arc::new(executor::Executor::start(&nats_url).await?);
     let pool = PgPoolOptions::new()
@@ -180,13 +180,25 @@ async fn run(args: Args) -> Result<()> {
     };
     if !report::print(&run, &findings, &tally) {
         bail!(
-            "chaos run failed (instance logs: {}; PostgreSQL log: {})",
+            "chaos run failed (instance logs: {}; PostgreSQL log: {}; {})",
             log_dir.display(),
-            postgres.log_path().display()
+            postgres.log_path().display(),
+            keep_nats_log(&nats, &log_dir)
         );
     }
     let _ = std::fs::remove_dir_all(&log_dir);
     Ok(())
+}
+
+/// Copies the run's nats-server log next to the instance logs (the server's own copy goes
+/// with its temporary directory) and says whether the server is still running.
+fn keep_nats_log(nats: &Mutex<kairos_testkit::NatsServer>, log_dir: &std::path::Path) -> String {
+    let mut nats = nats.lock().expect("not poisoned");
+    let kept = log_dir.join("nats-server.log");
+    match std::fs::copy(nats.log_path(), &kept) {
+        Ok(_) => format!("nats-server {}, its log: {}", nats.state(), kept.display()),
+        Err(err) => format!("nats-server {}, its log not kept: {err}", nats.state()),
+    }
 }
 
 /// The directory of `initdb` and `pg_ctl`.

@@ -74,6 +74,22 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// The server's log (appended across restarts; removed with the server).
+    pub fn log_path(&self) -> PathBuf {
+        log_path(self.scratch.path())
+    }
+
+    /// Whether the server process is running now, or how it exited; for failure messages
+    /// of harnesses that outlive a single test.
+    pub fn state(&mut self) -> String {
+        match self.child.as_mut().map(Child::try_wait) {
+            None => "stopped by its owner".to_string(),
+            Some(Ok(None)) => format!("running on port {}", self.port),
+            Some(Ok(Some(status))) => format!("exited on its own ({status})"),
+            Some(Err(err)) => format!("state unknown ({err})"),
+        }
+    }
+
     /// Kills the server (as a crash would); its store directory stays.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
