@@ -7,7 +7,8 @@
 //!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
 //! - A batch is pipelined: up to `max_inflight` messages are awaiting their acknowledgement
 //!   at once (back-pressure), and acknowledgements are collected while later messages are
-//!   sent, so callers sharing the limit never wait on each other.
+//!   sent, so callers sharing the limit never wait on each other. Only the acknowledgements
+//!   in flight are futures; the rest of the batch waits in a plain loop.
 //! - `replicas` (1 or 3) applies to the launch, dead-letter and status streams. With more
 //!   than one, the cluster is checked before any stream is created (see [`crate::replicas`]).
 //! - A timeout does not mean the message was not stored: callers retry with the same
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
+use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
@@ -297,38 +299,50 @@ impl RunLauncher for NatsLauncher {
 }
 
 impl NatsLauncher {
-    /// Publishes a batch, pipelined: each message is staged and then its acknowledgement
-    /// awaited as one future, and up to `max_inflight` of them run at once, polled together,
-    /// so acknowledgements are collected (and their permits released) while later messages
-    /// wait to be staged. Outcomes come back in batch order.
+    /// Publishes a batch, pipelined: messages are sent one after another, each taking one of
+    /// the context's `max_inflight` permits (waiting when none is free), while the
+    /// acknowledgements of those already sent are collected, which frees their permits.
+    /// Outcomes come back in batch order.
     ///
-    /// Invariant: a caller never holds permits while it waits for more. Staging a whole
-    /// chunk before awaiting any acknowledgement did, and two callers sharing the context's
-    /// `max_inflight` permits (two dispatch lanes with batches over half the limit) each held
-    /// part of them and waited for the rest until the caller's launch timeout.
+    /// Invariant: a caller never holds permits while it waits for more without also
+    /// collecting its own acknowledgements. Sending a whole chunk before awaiting any
+    /// acknowledgement did not, and two callers sharing the context's permits (two dispatch
+    /// lanes with batches over half the limit) each held part of them and waited for the
+    /// rest until the caller's launch timeout.
     async fn publish(&self, batch: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
-        futures::stream::iter(batch)
-            .map(|message| self.publish_one(message))
-            .buffered(self.config.max_inflight.max(1))
-            .collect()
-            .await
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut acks = FuturesOrdered::new();
+        for message in batch {
+            let staged = self.stage(message);
+            tokio::pin!(staged);
+            // Acknowledgements already in are taken first, so each is timed when it arrives
+            // rather than once the whole batch is sent.
+            let staged = loop {
+                tokio::select! {
+                    biased;
+                    Some(outcome) = acks.next(), if !acks.is_empty() => outcomes.push(outcome),
+                    staged = &mut staged => break staged,
+                }
+            };
+            acks.push_back(acknowledged(staged));
+        }
+        while let Some(outcome) = acks.next().await {
+            outcomes.push(outcome);
+        }
+        outcomes
     }
+}
 
-    /// Stages one message and awaits its acknowledgement.
-    async fn publish_one(&self, message: Outgoing) -> Result<Enqueued> {
-        let ack = self
-            .stage(message)
-            .await?
-            .await
-            .map_err(|err| Error::Publish {
-                reason: err.to_string(),
-            })?;
-        Ok(Enqueued {
-            stream_sequence: ack.sequence,
-            duplicate: ack.duplicate,
-            acked_at: Instant::now(),
-        })
-    }
+/// The outcome of a staged message once its acknowledgement is in (or the staging error).
+async fn acknowledged(staged: Result<jetstream::context::PublishAckFuture>) -> Result<Enqueued> {
+    let ack = staged?.await.map_err(|err| Error::Publish {
+        reason: err.to_string(),
+    })?;
+    Ok(Enqueued {
+        stream_sequence: ack.sequence,
+        duplicate: ack.duplicate,
+        acked_at: Instant::now(),
+    })
 }
 
 async fn connect_options(config: &NatsConfig) -> Result<async_nats::ConnectOptions> {
