@@ -193,7 +193,7 @@ pub struct SchedulerConfig {
     pub max_republish: u32,
     /// How far ahead of `fire_at` the dispatcher claims and prepares a run, ms (0: off).
     pub prestage_ms: u64,
-    /// Dispatch rounds one instance runs side by side.
+    /// Dispatch rounds one instance holds at once (each a transaction and a connection).
     pub dispatch_lanes: u32,
     /// A CANCELLING run whose executor has not confirmed the cancel within this many
     /// seconds becomes CANCELLED (and stops blocking its schedule).

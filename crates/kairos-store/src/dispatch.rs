@@ -330,22 +330,27 @@ pub async fn record(
     Ok(drift)
 }
 
-/// How long until the earliest `PENDING` or `RETRYING` run is due (zero when one is due now), by the
-/// database's clock; `None` when nothing is pending.
+/// How long until the earliest `PENDING` or `RETRYING` run (whose `fire_at` is after `after`,
+/// when given) is due (zero when one is due now), by the database's clock; `None` when
+/// nothing is pending.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn next_due_in(
     db: impl PgExecutor<'_>,
     pinned: Option<DateTime<Utc>>,
+    after: Option<DateTime<Utc>>,
 ) -> Result<Option<std::time::Duration>> {
-    // Served by the partial index schedule_runs_due (fire_at only): one index probe.
+    // Served by the partial index schedule_runs_due (fire_at only): one index probe, from
+    // `after` when given.
     let seconds: Option<f64> = sqlx::query_scalar(
         "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
            clock_timestamp())), 0)::float8 \
-         from schedule_runs where status in ('PENDING', 'RETRYING')",
+         from schedule_runs where status in ('PENDING', 'RETRYING') \
+           and fire_at > coalesce($2::timestamptz, '-infinity')",
     )
     .bind(pinned)
+    .bind(after)
     .fetch_one(db)
     .await?;
     Ok(seconds.map(std::time::Duration::from_secs_f64))

@@ -9,21 +9,25 @@
 //! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
 //! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
 //!
-//! Pre-staging: a round claims runs due within `prestage` of the database's now, loads their
-//! DAGs and builds their messages, then publishes them in waves as each `fire_at` comes on
-//! the database's clock (`clock.rs`), so a burst's database work is done before its tick.
-//! An instance runs `lanes` rounds side by side, each its own transaction and batch.
+//! Pre-staging: a round claims runs due within `prestage` of the database's now and loads
+//! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock
+//! (`clock.rs`), so a burst's database work is done before its tick. An instance holds up
+//! to `lanes` rounds at once, each its own transaction and batch (`lanes.rs`): a burst of
+//! several batches is claimed ahead whole, side by side, and its rounds publish together
+//! at the tick.
 //!
-//! The loop ([`Dispatcher::run`]) has three arms besides shutdown: the next `fire_at`, a
-//! wake-up (NOTIFY on `kairos_runs`: a run made due now by trigger-now, backfill, a release
-//! from `QUEUED`, a run-launcher start or a planner pass) and the sweep on its own interval
-//! (`sweep.rs`: time-outs and their retries, queued releases, dead letters to the DLQ;
-//! `cancels.rs`: cancel messages to executors and cancels that timed out;
-//! `republish.rs`: launches no executor started, whose message may have been lost).
+//! The claimer's loop ([`Dispatcher::run`]) has four arms besides shutdown: the next
+//! `fire_at`, a round finishing (its lane is free), a wake-up (NOTIFY on `kairos_runs`: a
+//! run made due now by trigger-now, backfill, a release from `QUEUED`, a run-launcher start
+//! or a planner pass) and the sweep on its own interval (`sweep.rs`: time-outs and their
+//! retries, queued releases, dead letters to the DLQ; `cancels.rs`: cancel messages to
+//! executors and cancels that timed out; `republish.rs`: launches no executor started,
+//! whose message may have been lost).
 
 mod cancels;
 mod clock;
 mod decide;
+mod lanes;
 mod launch;
 mod report;
 mod republish;
@@ -35,11 +39,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use kairos_launcher::RunLauncher;
-use kairos_store::wakeups::RUNS_CHANNEL;
 use kairos_store::{dispatch, PgPool, Tx};
 
-use crate::wake::Wake;
-use clock::DbClock;
 pub use clock::InstanceClock;
 use round::Release;
 pub use round::Round;
@@ -82,9 +83,10 @@ pub struct DispatcherConfig {
     /// claim, the DAG and the message are ready before the tick, and the publish waits for
     /// `fire_at` on the database's clock. Zero: claim only runs already due.
     pub prestage: Duration,
-    /// Rounds one instance runs side by side (`scheduler.dispatch_lanes`), each its own
-    /// transaction on its own batch, so one batch's publish overlaps another's claim and
-    /// record.
+    /// Rounds one instance holds at once (`scheduler.dispatch_lanes`), each its own
+    /// transaction on its own batch: a burst of several batches is claimed ahead, and one
+    /// batch's publish overlaps another's record. The last free lane of several claims only
+    /// runs already due.
     pub lanes: usize,
     /// The instance's clock (tests skew it).
     pub instance_clock: InstanceClock,
@@ -137,61 +139,15 @@ impl<L: RunLauncher> Dispatcher<L> {
         &self.launcher
     }
 
-    /// Runs rounds until `shutdown` resolves; a round in progress finishes first.
+    /// Runs the claimer and its rounds until `shutdown` resolves (`lanes.rs`); rounds
+    /// already claimed finish first.
     ///
     /// # Errors
     /// Never: a failed round is logged and retried after a tick.
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<()> {
-        tokio::pin!(shutdown);
-        let mut wake = Wake::new(RUNS_CHANNEL, "dispatcher");
-        let mut sweep = tokio::time::interval(self.config.sweep_every);
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            wake.ensure(&self.pool).await;
-            let wait = self.round_and_wait().await;
-            tokio::select! {
-                biased;
-                () = &mut shutdown => break,
-                _ = sweep.tick() => self.sweep_logged().await,
-                () = wake.next() => {}
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
+        self.run_lanes(shutdown).await;
         tracing::info!("dispatcher stopped; its last round committed, no claims held");
         Ok(())
-    }
-
-    /// One round in each lane, then how long to sleep: nothing when a lane took a full
-    /// batch, a tick after a failure, else until the next run enters the pre-staging lead
-    /// (capped by the tick, so drift stays small).
-    async fn round_and_wait(&self) -> Duration {
-        let lanes = (0..self.config.lanes.max(1)).map(|_| self.round());
-        let mut full = false;
-        for round in futures::future::join_all(lanes).await {
-            let round = match round {
-                Ok(round) => round,
-                Err(err) => {
-                    tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
-                    return self.config.tick;
-                }
-            };
-            if round.retry > 0 {
-                return self.config.tick;
-            }
-            full |= round.claimed as i64 >= self.config.batch_size && round.deferred == 0;
-        }
-        if full {
-            return Duration::ZERO;
-        }
-        match dispatch::next_due_in(&self.pool, None).await {
-            Ok(Some(due)) => (due.saturating_sub(self.config.prestage) + Duration::from_millis(1))
-                .clamp(MIN_IDLE, self.config.tick),
-            Ok(None) => self.config.tick,
-            Err(err) => {
-                tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
-                self.config.tick
-            }
-        }
     }
 
     /// Claims one batch of runs due within the pre-staging lead and dispatches it in one
@@ -200,26 +156,10 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// # Errors
     /// [`Error::Store`] when a statement fails (the round is rolled back).
     pub async fn round(&self) -> Result<Round> {
-        let started = crate::metrics::BatchTimer::start();
-        let mut tx = Tx::begin(&self.pool).await?;
-        let now = kairos_store::now(&mut *tx, None).await?;
-        let clock = DbClock::measured(self.config.instance_clock, now);
-        let due_by = now + chrono::TimeDelta::from_std(self.config.prestage).unwrap_or_default();
-        let deadline = self.config.launch_deadline.as_secs_f64();
-        let limit = self.config.batch_size;
-        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
-        if claimed.is_empty() {
-            return Ok(Round::default());
+        match self.claim_batch(self.config.prestage).await? {
+            (_, Some(held)) => self.finish(held).await,
+            (_, None) => Ok(Round::default()),
         }
-        let round = self
-            .dispatch(&mut tx, claimed, Release::WhenDue(clock))
-            .await?;
-        tx.commit().await?;
-        round.finished(started);
-        if round.cancels > 0 {
-            self.send_cancels().await?;
-        }
-        Ok(round)
     }
 
     /// One round restricted to the `PENDING` run `key` (a run-launcher start publishes at

@@ -52,7 +52,7 @@ fn defaults_load_without_any_file_or_env() {
             config.database.url,
             "postgres://postgres@127.0.0.1:5432/kairos"
         );
-        assert_eq!(config.database.max_connections, 10);
+        assert_eq!(config.database.max_connections, 16);
         assert_eq!(config.nats.stream, "KAIROS_LAUNCH");
         assert_eq!(config.nats.subject_prefix, "kairos");
         assert_eq!(config.nats.replicas, 1);
@@ -294,7 +294,7 @@ fn rule_errors_name_their_key() {
             "scheduler.dispatch_lanes",
         ),
         (
-            "[scheduler]\ndispatch_lanes = 10\n",
+            "[scheduler]\ndispatch_lanes = 16\n",
             "scheduler.dispatch_lanes",
         ),
         (
