@@ -66,8 +66,10 @@ async fn failed_attempts_retry_after_their_intervals_then_dead_letter_then_retry
         }
         let body = json!({"status": "FAILED", "attempt": attempt, "executor_id": "e1",
             "error": format!("boom {attempt}")});
-        report(&intake, &k, body).await;
+        // Taken before the report: the retry is timed from the failure the report records,
+        // which a slow report (a loaded machine) would otherwise put before this instant.
         failed_at.push(Instant::now());
+        report(&intake, &k, body).await;
     }
     let run = runs::get(&pool, &k).await.expect("read").expect("run");
     assert_eq!((run.status, run.attempt), (RunStatus::Failed, 3));
