@@ -1,6 +1,8 @@
 //! The launch message of DESIGN.md §5 (`schemas/launch.schema.json`), as sent on
 //! `kairos.launch.<workflow_id>` (`<nats.subject_prefix>.launch.<workflow_id>`).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
@@ -41,8 +43,9 @@ pub struct LaunchMessage {
     pub source: Source,
     /// 1 for the first launch; higher for an intentional re-launch.
     pub attempt: u32,
-    /// The workflow's DAG JSON.
-    pub dag: serde_json::Value,
+    /// The workflow's DAG JSON, shared by every message of the version (a burst's messages
+    /// do not each hold a copy).
+    pub dag: Arc<serde_json::Value>,
 }
 
 impl LaunchMessage {

@@ -251,7 +251,7 @@ impl RunLauncher for NatsLauncher {
             msg_id: message.msg_id(),
             body: message.encode(),
         });
-        self.publish(outgoing.collect()).await
+        self.publish(outgoing).await
     }
 
     async fn redeliver(&self, batch: &[(LaunchMessage, String)]) -> Vec<Result<Enqueued>> {
@@ -261,7 +261,7 @@ impl RunLauncher for NatsLauncher {
             msg_id: msg_id.clone(),
             body: message.encode(),
         });
-        self.publish(outgoing.collect()).await
+        self.publish(outgoing).await
     }
 
     async fn is_stored(&self, sequence: u64) -> Result<bool> {
@@ -284,7 +284,7 @@ impl RunLauncher for NatsLauncher {
             msg_id: cancel.msg_id(),
             body: cancel.encode(),
         });
-        self.publish(outgoing.collect()).await
+        self.publish(outgoing).await
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {
@@ -294,7 +294,7 @@ impl RunLauncher for NatsLauncher {
             msg_id: letter.msg_id(),
             body: letter.encode(),
         });
-        self.publish(outgoing.collect()).await
+        self.publish(outgoing).await
     }
 }
 
@@ -302,14 +302,18 @@ impl NatsLauncher {
     /// Publishes a batch, pipelined: messages are sent one after another, each taking one of
     /// the context's `max_inflight` permits (waiting when none is free), while the
     /// acknowledgements of those already sent are collected, which frees their permits.
-    /// Outcomes come back in batch order.
+    /// Outcomes come back in batch order. Each message is encoded just before it is sent (the
+    /// batch is an iterator), so a batch never holds every body at once.
     ///
     /// Invariant: a caller never holds permits while it waits for more without also
     /// collecting its own acknowledgements. Sending a whole chunk before awaiting any
     /// acknowledgement did not, and two callers sharing the context's permits (two dispatch
     /// lanes with batches over half the limit) each held part of them and waited for the
     /// rest until the caller's launch timeout.
-    async fn publish(&self, batch: Vec<Outgoing>) -> Vec<Result<Enqueued>> {
+    async fn publish(
+        &self,
+        batch: impl ExactSizeIterator<Item = Outgoing>,
+    ) -> Vec<Result<Enqueued>> {
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut acks = FuturesOrdered::new();
         for message in batch {

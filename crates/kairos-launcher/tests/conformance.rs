@@ -19,7 +19,7 @@ fn message(key: &str, attempt: u32) -> LaunchMessage {
         fire_at: "2026-03-09T07:00:00.250Z".into(),
         source: Source::Schedule,
         attempt,
-        dag: serde_json::json!({"nodes": [{"id": "a"}]}),
+        dag: std::sync::Arc::new(serde_json::json!({"nodes": [{"id": "a"}]})),
     }
 }
 
@@ -59,7 +59,7 @@ async fn conformance<L: RunLauncher>(launcher: &L, stored: impl AsyncFn() -> u64
 
     // An oversized message fails permanently without failing its neighbours.
     let mut huge = message("k5", 1);
-    huge.dag = serde_json::json!({"blob": "x".repeat(2 * 1024 * 1024)});
+    huge.dag = std::sync::Arc::new(serde_json::json!({"blob": "x".repeat(2 * 1024 * 1024)}));
     let mixed = launcher.launch(&[huge, message("k6", 1)]).await;
     assert!(matches!(&mixed[0], Err(err @ Error::TooLarge { .. }) if !err.is_retryable()));
     assert!(mixed[1].is_ok());

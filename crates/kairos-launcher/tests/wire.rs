@@ -28,7 +28,9 @@ fn message(source: Source, attempt: u32, fire_at: DateTime<Utc>) -> LaunchMessag
         fire_at: LaunchMessage::timestamp(fire_at),
         source,
         attempt,
-        dag: serde_json::json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]}),
+        dag: std::sync::Arc::new(
+            serde_json::json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]}),
+        ),
     }
 }
 

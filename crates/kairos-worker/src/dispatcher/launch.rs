@@ -3,6 +3,7 @@
 //! publish (`ENQUEUED`, retry later, or refused for good).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use kairos_core::RunSource;
 use kairos_launcher::{Enqueued, LaunchMessage, RunLauncher, Source};
@@ -14,9 +15,10 @@ use super::decide::Decision;
 use super::round::Release;
 use super::{report, Dispatcher, Result};
 
-/// The DAG of each `(workflow_id, version)` a batch names.
+/// The DAG of each `(workflow_id, version)` a batch names, shared by the launch messages of
+/// its runs.
 #[derive(Debug, Default)]
-pub(super) struct Dags(HashMap<(String, i32), serde_json::Value>);
+pub(super) struct Dags(HashMap<(String, i32), Arc<serde_json::Value>>);
 
 impl Dags {
     /// Loads the DAGs of every version `runs` name, in one statement.
@@ -26,11 +28,16 @@ impl Dags {
             .map(|run| (run.workflow_id.clone(), run.version))
             .collect();
         let versions: Vec<(String, i32)> = versions.into_iter().collect();
-        Ok(Dags(dispatch::dags(&mut **tx, &versions).await?))
+        let dags = dispatch::dags(&mut **tx, &versions).await?;
+        Ok(Dags(
+            dags.into_iter()
+                .map(|(version, dag)| (version, Arc::new(dag)))
+                .collect(),
+        ))
     }
 
     /// The DAG `run` launches, if its version is stored.
-    pub(super) fn get(&self, run: &Claimed) -> Option<&serde_json::Value> {
+    pub(super) fn get(&self, run: &Claimed) -> Option<&Arc<serde_json::Value>> {
         self.0.get(&(run.workflow_id.clone(), run.version))
     }
 }
@@ -58,7 +65,12 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
         let messages: Vec<LaunchMessage> = runs
             .iter()
-            .map(|(run, _)| message(run, dags.get(run).expect("triage kept runs with a DAG")))
+            .map(|(run, _)| {
+                message(
+                    run,
+                    dags.get(run).expect("triage kept runs with a DAG").clone(),
+                )
+            })
             .collect();
         let acks =
             tokio::time::timeout(self.config.launch_timeout, self.launcher.launch(&messages)).await;
@@ -106,7 +118,7 @@ pub(super) fn as_claimed(run: &kairos_store::runs::Run) -> Claimed {
 
 /// The launch message of a claimed run's attempt (`Nats-Msg-Id`: the key for attempt 1,
 /// `key:n` after that).
-pub(super) fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
+pub(super) fn message(run: &Claimed, dag: Arc<serde_json::Value>) -> LaunchMessage {
     LaunchMessage {
         idempotency_key: run.idempotency_key.clone(),
         schedule_id: run.schedule_id.clone(),
@@ -123,7 +135,7 @@ pub(super) fn message(run: &Claimed, dag: &serde_json::Value) -> LaunchMessage {
             RunSource::Chain => Source::Chain,
         },
         attempt: u32::try_from(run.attempt).unwrap_or(1),
-        dag: dag.clone(),
+        dag,
     }
 }
 

@@ -54,7 +54,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let dags = launch::Dags::load(tx, &claimed).await?;
         let messages: Vec<LaunchMessage> = claimed
             .iter()
-            .map(|run| launch::message(run, dags.get(run).unwrap_or(&serde_json::Value::Null)))
+            .map(|run| launch::message(run, dags.get(run).cloned().unwrap_or_default()))
             .collect();
         let same: Vec<(LaunchMessage, String)> = messages
             .iter()

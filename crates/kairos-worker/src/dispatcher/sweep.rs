@@ -84,10 +84,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             .iter()
             .zip(&claimed)
             .map(|(run, claimed)| DeadLetter {
-                launch: launch::message(
-                    claimed,
-                    dags.get(claimed).unwrap_or(&serde_json::Value::Null),
-                ),
+                launch: launch::message(claimed, dags.get(claimed).cloned().unwrap_or_default()),
                 attempts: u32::try_from(run.attempt).unwrap_or(1),
                 last_error: run.last_error.clone().or_else(|| run.reason.clone()),
             })
