@@ -3,8 +3,9 @@
 //! One round is one transaction (`round.rs`): claim a batch (`FOR UPDATE SKIP LOCKED`) →
 //! triage (launch deadline, DAGs) → decide the overlap policy (`decide.rs`; exclusive
 //! schedules serialized by an advisory lock) → launch (`launch.rs`: pipelined, every PubAck
-//! awaited, bounded by `launch_timeout`) → settle the runs that were not launched → record
-//! every outcome in one statement → commit. A process killed anywhere in between rolls the
+//! awaited, bounded by `launch_timeout`) → wait for the instance's other publishes going on
+//! (`publishing.rs`) → settle the runs that were not launched → record every outcome in one
+//! statement → commit. A process killed anywhere in between rolls the
 //! round back; the runs are `PENDING` again, and the next dispatcher re-publishes them with
 //! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
 //! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
@@ -29,6 +30,7 @@ mod clock;
 mod decide;
 mod lanes;
 mod launch;
+mod publishing;
 mod report;
 mod republish;
 mod round;
@@ -119,6 +121,7 @@ pub struct Dispatcher<L> {
     pool: PgPool,
     launcher: L,
     config: DispatcherConfig,
+    publishing: publishing::Publishing,
 }
 
 /// Shortest sleep between rounds, so rounds blocked by another dispatcher's locks do not spin.
@@ -131,6 +134,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             pool,
             launcher,
             config,
+            publishing: publishing::Publishing::new(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! One dispatcher round over a claimed batch, inside the caller's transaction. It reads as
-//! its steps: triage → then, wave by wave as runs come due, decide → launch → settle →
-//! record.
+//! its steps: triage → then, wave by wave as runs come due, decide → launch → (the
+//! instance's other publishes end, `publishing.rs`) → settle → record.
 
 use std::collections::HashSet;
 
@@ -79,8 +79,11 @@ impl<L: RunLauncher> Dispatcher<L> {
         let mut cancels = 0;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
+            let publish = self.publishing.start();
             let launched = self.launch(&wave, &decisions, &dags, release).await;
+            drop(publish);
             crash_point("dispatcher_after_ack");
+            self.publishing.settled().await;
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
             drift.extend(dispatch::record(tx, &recorded, span, release.now()).await?);
