@@ -61,7 +61,7 @@ fn defaults_load_without_any_file_or_env() {
         assert_eq!(config.auth.mode, AuthMode::None);
         assert!(config.auth.tokens.is_empty());
         assert_eq!(config.scheduler.tick_ms, 1000);
-        assert_eq!(config.scheduler.lookahead_ms, 30_000);
+        assert_eq!(config.scheduler.lookahead_ms, 30_500);
         assert_eq!(config.scheduler.max_catchup_per_tick, 100);
         assert_eq!(config.scheduler.misfire_grace_ms, 60_000);
         assert_eq!(config.scheduler.default_overlap_policy, OverlapPolicy::Skip);
@@ -99,7 +99,7 @@ fn config_file_overrides_defaults_key_by_key() {
         .expect("load");
         assert_eq!(config.scheduler.tick_ms, 250);
         assert_eq!(
-            config.scheduler.lookahead_ms, 30_000,
+            config.scheduler.lookahead_ms, 30_500,
             "untouched keys keep the default"
         );
         assert_eq!(
