@@ -4,7 +4,7 @@
 //! row rewrite per run in PostgreSQL, on the same cores as NATS) start once the instance's
 //! messages are all out instead of slowing the publishes still going. A round that starts
 //! publishing later never holds an earlier one back, so a steady stream of publishes cannot
-//! starve a record, and each wait is bounded by the launch timeout of the rounds waited for.
+//! starve a record; the caller ends the wait with its own launch timeout (`round.rs`).
 
 use std::collections::BTreeSet;
 use std::future::Future;
