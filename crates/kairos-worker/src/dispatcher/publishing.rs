@@ -4,11 +4,12 @@
 //! row rewrite per run in PostgreSQL, on the same cores as NATS) start once the instance's
 //! messages are all out instead of slowing the publishes still going. A round that starts
 //! publishing later never holds an earlier one back, so a steady stream of publishes cannot
-//! starve a record; the caller ends the wait with its own launch timeout (`round.rs`).
+//! starve a record, and the wait ends with the round's own launch timeout.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -19,11 +20,14 @@ pub(super) struct Publishing {
     active: watch::Sender<BTreeSet<u64>>,
 }
 
-/// One round's publish; it ends when this is dropped.
+/// One round's publish; it ends when this is dropped or [`Publish::finish`]ed.
 #[derive(Debug)]
 pub(super) struct Publish<'a> {
     gate: &'a Publishing,
     number: u64,
+    /// The round's own launch timeout, counted from its start: the longest [`Publish::finish`]
+    /// waits, so the round's transaction stays idle no longer than it could without the wait.
+    ends_by: tokio::time::Instant,
 }
 
 impl Publishing {
@@ -34,13 +38,18 @@ impl Publishing {
         }
     }
 
-    /// A round starts publishing.
-    pub(super) fn start(&self) -> Publish<'_> {
+    /// A round starts publishing, for at most `launch_timeout`.
+    pub(super) fn start(&self, launch_timeout: Duration) -> Publish<'_> {
         let number = self.next.fetch_add(1, Ordering::SeqCst);
         self.active.send_modify(|active| {
             active.insert(number);
         });
-        Publish { gate: self, number }
+        let ends_by = tokio::time::Instant::now() + launch_timeout;
+        Publish {
+            gate: self,
+            number,
+            ends_by,
+        }
     }
 
     /// Waits until every round publishing at this call has finished publishing (rounds that
@@ -54,6 +63,17 @@ impl Publishing {
                 .wait_for(|active| active.first().is_none_or(|first| *first >= started))
                 .await;
         }
+    }
+}
+
+impl Publish<'_> {
+    /// Ends this round's publish, then waits until the instance's rounds publishing now have
+    /// finished too, or this round's launch timeout has passed.
+    pub(super) async fn finish(self) {
+        let gate = self.gate;
+        let ends_by = self.ends_by;
+        drop(self);
+        let _ = tokio::time::timeout_at(ends_by, gate.settled()).await;
     }
 }
 
@@ -72,6 +92,8 @@ mod tests {
 
     use super::Publishing;
 
+    const LONG: Duration = Duration::from_secs(60);
+
     async fn settles_within(gate: &Publishing, ms: u64) -> bool {
         tokio::time::timeout(Duration::from_millis(ms), gate.settled())
             .await
@@ -85,8 +107,8 @@ mod tests {
             settles_within(&gate, 50).await,
             "nothing publishing: no wait"
         );
-        let earlier = gate.start();
-        let mine = gate.start();
+        let earlier = gate.start(LONG);
+        let mine = gate.start(LONG);
         drop(mine);
         assert!(
             !settles_within(&gate, 50).await,
@@ -98,7 +120,7 @@ mod tests {
             "every earlier publish ended"
         );
 
-        let _later = gate.start();
+        let _later = gate.start(LONG);
         let waiting = gate.settled();
         tokio::pin!(waiting);
         assert!(
@@ -108,10 +130,10 @@ mod tests {
             "a publish that started before the wait is waited for"
         );
         let gate2 = Publishing::new();
-        let before = gate2.start();
+        let before = gate2.start(LONG);
         let wait = gate2.settled();
         tokio::pin!(wait);
-        let _after = gate2.start();
+        let _after = gate2.start(LONG);
         drop(before);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), &mut wait)

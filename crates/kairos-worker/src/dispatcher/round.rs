@@ -79,14 +79,10 @@ impl<L: RunLauncher> Dispatcher<L> {
         let mut cancels = 0;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let decisions = self.decide(tx, &wave).await?;
-            let publish = self.publishing.start();
-            let publish_ends_by = tokio::time::Instant::now() + self.config.launch_timeout;
+            let publish = self.publishing.start(self.config.launch_timeout);
             let launched = self.launch(&wave, &decisions, &dags, release).await;
-            drop(publish);
             crash_point("dispatcher_after_ack");
-            // Waiting for the others ends with this round's own launch timeout, so the
-            // transaction stays idle no longer than it could before this wait.
-            let _ = tokio::time::timeout_at(publish_ends_by, self.publishing.settled()).await;
+            publish.finish().await;
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
             drift.extend(dispatch::record(tx, &recorded, span, release.now()).await?);
