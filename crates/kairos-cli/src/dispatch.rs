@@ -117,7 +117,7 @@ pub async fn run_status(
     tracing::info!(stream = STATUS_STREAM, "status intake started");
     let intake = &intake;
     consumer
-        .run(|message| intake.take_message(message), stopped)
+        .run(|messages| intake.take_messages(messages), stopped)
         .await
         .context("status consumer")?;
     tracing::info!("status intake stopped");

@@ -11,6 +11,8 @@
 //!   [`DstFold`]: a schedule's calendar rules, applied inside `Timetable::next_after`.
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
 //! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
+//! - [`judge`]: what an executor's report does to a run ([`Verdict`]), the one rule every
+//!   status channel applies.
 //! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 
@@ -25,6 +27,7 @@ mod retry;
 mod run;
 mod spec;
 mod timetable;
+mod transition;
 mod zone;
 
 pub use exclusion::{
@@ -44,6 +47,7 @@ pub use timetable::{
     DstNote, Excluded, MinGap, Occurrence, OutsideWindow, RuleSource, TickExplained, TickNote,
     Ticks, Timetable, WindowSide, MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,
 };
+pub use transition::{judge, moved_to, rank, AfterFailure, ReportFacts, RunFacts, Verdict};
 pub use zone::{parse_zone, ZoneError};
 
 /// Re-exported so that callers name zones with the same type the core evaluates them in.

@@ -70,6 +70,20 @@ impl RunStatus {
         )
     }
 
+    /// Holds its schedule: an exclusive schedule has at most one run in this set (the
+    /// table `runs_in_flight`, kept by triggers). It is [`RunStatus::in_flight`] plus
+    /// `RETRYING`: a run between attempts is not published, yet its next attempt will be,
+    /// so nothing else of its schedule may launch meanwhile.
+    pub fn holds_schedule(self) -> bool {
+        self.in_flight() || self == RunStatus::Retrying
+    }
+
+    /// The statuses that hold a schedule ([`RunStatus::holds_schedule`]), for statements
+    /// that bind the set rather than spell it.
+    pub fn holding() -> impl Iterator<Item = RunStatus> {
+        RunStatus::ALL.into_iter().filter(|s| s.holds_schedule())
+    }
+
     /// Nothing moves it any more.
     pub fn terminal(self) -> bool {
         matches!(
@@ -197,6 +211,13 @@ mod tests {
             let phases = [status.unpublished(), status.in_flight(), status.terminal()];
             assert_eq!(phases.iter().filter(|p| **p).count(), 1, "{status}");
         }
+    }
+
+    #[test]
+    fn the_statuses_that_hold_a_schedule_are_the_in_flight_table_s() {
+        // Migration 20260116000000_partitions.sql spells this set in its triggers.
+        let names: Vec<&str> = RunStatus::holding().map(RunStatus::as_str).collect();
+        assert_eq!(names, ["ENQUEUED", "STARTED", "RETRYING", "CANCELLING"]);
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! (`schemas/status.schema.json`, with `idempotency_key`) on
 //! `<prefix>.status.<idempotency_key>`; [`StatusConsumer`] reads them from stream
 //! `KAIROS_STATUS` through one durable pull consumer shared by every kairos instance, hands
-//! each [`StatusMessage`] to a handler (the worker's intake decodes and checks it), and
-//! acknowledges, redelivers or terminates it as the handler says.
+//! them to a handler in batches of [`StatusMessage`]s (whatever has arrived, up to
+//! [`MAX_CHUNK`]; the worker's intake decodes, checks and records a batch in one
+//! transaction), and acknowledges, redelivers or terminates each as the handler says, after
+//! the handler answered (so after the commit).
 //!
 //! The stream is a work queue: a message leaves it once acknowledged or terminated. A
 //! handler that cannot record a report now (database down) asks for redelivery, at most
@@ -47,6 +49,17 @@ pub enum Disposition {
     Refuse,
 }
 
+/// Most messages handed to the handler at once.
+pub const MAX_CHUNK: usize = 1_000;
+/// Chunks the consumer hands over before it waits for the handler's answers: the next ones
+/// are pulled and decoded while earlier ones are recorded.
+pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// Messages one pull request asks for.
+const PULL_BATCH: usize = 1_000;
+/// Unacknowledged messages the server lets the consumer have, over every instance: enough
+/// for every instance's chunks in flight, so a busy intake is never starved by the limit.
+pub const MAX_ACK_PENDING: i64 = 20_000;
+
 /// Deliveries of one status message before the server gives up on it: a report that fails
 /// for a reason the handler did not foresee cannot loop forever and fill `max_ack_pending`.
 pub const MAX_DELIVER: i64 = 20;
@@ -88,6 +101,7 @@ impl StatusConsumer {
             ack_policy: AckPolicy::Explicit,
             ack_wait: Duration::from_secs(30),
             max_deliver: MAX_DELIVER,
+            max_ack_pending: MAX_ACK_PENDING,
             ..Default::default()
         };
         let stream_handle = js
@@ -100,7 +114,8 @@ impl StatusConsumer {
             .map_err(|e| fail(&e))?;
         // A consumer created by an older build keeps its old limits: bring it up to date.
         let info = existing.info().await.map_err(|e| fail(&e))?;
-        if info.config.max_deliver != MAX_DELIVER {
+        if info.config.max_deliver != MAX_DELIVER || info.config.max_ack_pending != MAX_ACK_PENDING
+        {
             existing = stream_handle
                 .update_consumer(consumer)
                 .await
@@ -113,19 +128,29 @@ impl StatusConsumer {
         })
     }
 
-    /// Hands every status message to `handle` until `shutdown` resolves. Broken
-    /// connections are retried; the function returns only on shutdown.
+    /// Hands every status message to `handle`, in chunks of whatever has arrived (at most
+    /// [`MAX_CHUNK`], [`CHUNKS_IN_FLIGHT`] at once), until `shutdown` resolves. `handle`
+    /// answers one [`Disposition`] per message, in order. Broken connections are retried;
+    /// the function returns only on shutdown.
     ///
     /// # Errors
     /// Never, today; the `Result` leaves room for a fatal consumer error.
     pub async fn run<H, F>(&self, handle: H, shutdown: impl Future<Output = ()>) -> Result<()>
     where
-        H: Fn(StatusMessage) -> F,
-        F: Future<Output = Disposition>,
+        H: Fn(Vec<StatusMessage>) -> F,
+        F: Future<Output = Vec<Disposition>>,
     {
         tokio::pin!(shutdown);
         loop {
-            let mut messages = match self.consumer.messages().await {
+            let pulled = self
+                .consumer
+                .stream()
+                .max_messages_per_batch(PULL_BATCH)
+                .heartbeat(Duration::from_secs(5))
+                .expires(Duration::from_secs(10))
+                .messages()
+                .await;
+            let messages = match pulled {
                 Ok(messages) => messages,
                 Err(err) => {
                     tracing::warn!(error = %err, "status consumer: cannot pull; retrying");
@@ -135,44 +160,50 @@ impl StatusConsumer {
                     }
                 }
             };
-            loop {
-                let next = tokio::select! {
-                    () = &mut shutdown => return Ok(()),
-                    next = messages.next() => next,
-                };
-                match next {
-                    Some(Ok(message)) => self.deliver(message, &handle).await,
-                    Some(Err(err)) => {
-                        tracing::warn!(error = %err, "status consumer: pull failed");
-                    }
-                    None => break,
-                }
+            let delivered = messages
+                .filter_map(|next| async move {
+                    next.map_err(|err| tracing::warn!(error = %err, "status consumer: pull failed"))
+                        .ok()
+                })
+                .ready_chunks(MAX_CHUNK)
+                .for_each_concurrent(CHUNKS_IN_FLIGHT, |chunk| self.deliver(chunk, &handle));
+            tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                () = delivered => {}
             }
         }
     }
 
-    async fn deliver<H, F>(&self, message: jetstream::Message, handle: &H)
+    async fn deliver<H, F>(&self, messages: Vec<jetstream::Message>, handle: &H)
     where
-        H: Fn(StatusMessage) -> F,
-        F: Future<Output = Disposition>,
+        H: Fn(Vec<StatusMessage>) -> F,
+        F: Future<Output = Vec<Disposition>>,
     {
-        let subject = message.subject.to_string();
-        let key = subject
-            .strip_prefix(&format!("{}.status.", self.prefix))
-            .unwrap_or_default()
-            .to_string();
-        let status = StatusMessage {
-            subject: subject.clone(),
-            key,
-            payload: message.payload.to_vec(),
-        };
-        let kind = match handle(status).await {
-            Disposition::Done => AckKind::Ack,
-            Disposition::Retry => AckKind::Nak(Some(Duration::from_secs(1))),
-            Disposition::Refuse => AckKind::Term,
-        };
-        if let Err(err) = message.ack_with(kind).await {
-            tracing::warn!(error = %err, subject = %subject, "status message: ack failed");
+        let prefix = format!("{}.status.", self.prefix);
+        let statuses = messages
+            .iter()
+            .map(|message| {
+                let subject = message.subject.to_string();
+                StatusMessage {
+                    key: subject
+                        .strip_prefix(&prefix)
+                        .unwrap_or_default()
+                        .to_string(),
+                    subject,
+                    payload: message.payload.to_vec(),
+                }
+            })
+            .collect();
+        let dispositions = handle(statuses).await;
+        for (message, disposition) in messages.iter().zip(dispositions) {
+            let kind = match disposition {
+                Disposition::Done => AckKind::Ack,
+                Disposition::Retry => AckKind::Nak(Some(Duration::from_secs(1))),
+                Disposition::Refuse => AckKind::Term,
+            };
+            if let Err(err) = message.ack_with(kind).await {
+                tracing::warn!(error = %err, subject = %message.subject, "status message: ack failed");
+            }
         }
     }
 }

@@ -53,6 +53,24 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+impl Error {
+    /// The server refused a statement of this transaction because of the data it touched
+    /// (a constraint, a conflict, a serialization failure): a batch that hit it may succeed
+    /// in smaller parts. Broken connections, time-outs and a pool with no connection are
+    /// not: nothing about the data would change them.
+    pub fn is_refused_statement(&self) -> bool {
+        match self {
+            Error::Database(sqlx::Error::Database(err)) => {
+                // Class 57 (operator intervention: shutdown, cancel, idle time-out) and
+                // 08 (connection) are about the session, not the data.
+                let code = err.code().unwrap_or_default();
+                !(code.starts_with("57") || code.starts_with("08"))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Result of store calls.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -1,28 +1,27 @@
-//! Executor status reports applied to a run: the forward-only state machine of DESIGN.md §3
-//! in one statement (invariant 7), executor ownership, and the release of the next `QUEUED`
-//! run when an exclusive run ends.
+//! Executor status reports, applied a batch at a time: [`lock`] takes the batch's runs (one
+//! statement), the caller decides each report with `kairos_core::judge` in order, and
+//! [`write`] records every changed run, every finished attempt and the release of the next
+//! `QUEUED` run of each exclusive schedule whose run ended (one statement each, `unnest` of
+//! the batch). Both run in the caller's transaction, so a batch is recorded whole or not at
+//! all.
 //!
-//! Ranks: `PENDING` 0 < `ENQUEUED` 1 < `STARTED` 2 < `CANCELLING` 3 < final 4. A report
-//! applies only when it raises the rank, so a repeated or stale report (`STARTED` after
-//! `SUCCESS`) is a no-op. On a `CANCELLING` run a final report applies as sent: `CANCELLED`
-//! confirms the cancel, and a `SUCCESS` or `FAILED` the executor reached before it saw the
-//! cancel is recorded as the truth (a `FAILED` one is never retried: the caller passes no
-//! [`AfterFailure`] for it).
-//!
-//! An executor only learns a key from a launch message, so a report on a run that was never
-//! published is refused ([`Applied::Unpublished`]): `QUEUED`, `SKIPPED`, `CANCELLED` or a
-//! failed-before-publish run, and a `PENDING` run whose `fire_at` has not come (no
-//! dispatcher can have published it). A due `PENDING` run is accepted: a dispatcher that
-//! died between the PubAck and its commit leaves exactly that. Such a run becomes in flight
-//! here, so for an exclusive schedule it is refused while another run is in flight
-//! ([`Applied::Blocked`]) instead of breaking the one-in-flight index.
+//! A run another transaction holds (a dispatcher's claim that has not committed, another
+//! instance's batch) is not waited for: [`lock`] skips it and names it in [`Locked::busy`],
+//! and the caller tries those reports again in a later batch. So one held row never stalls a
+//! batch of thousands.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
-use kairos_core::Reported;
+use kairos_core::{Reported, RunStatus};
 use sqlx::PgConnection;
 
-use crate::runs::Run;
+use crate::runs::{Run, RUN_COLUMNS};
+use crate::schedules::FailurePolicy;
 use crate::Result;
+
+pub use kairos_core::AfterFailure;
 
 /// One status report, as the intake parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,48 +41,10 @@ pub struct StatusReport {
     pub error: Option<String>,
 }
 
-/// What follows a `FAILED` report, decided by the caller from the schedule's retry policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterFailure {
-    /// The next attempt at this time: the run becomes `RETRYING`.
-    Retry(DateTime<Utc>),
-    /// No attempt follows: the run is `FAILED` and dead-lettered.
-    DeadLetter,
-}
-
-/// What deciding [`AfterFailure`] needs: the run's attempt in progress and its schedule's
-/// failure policy. Locks the run (the transition that follows sees the same attempt).
-/// `None` for an unknown run and for a `CANCELLING` one: a cancelled run is never retried.
-///
-/// # Errors
-/// [`crate::Error::Database`] when the query fails.
-pub async fn failure_context(
-    db: &mut PgConnection,
-    key: &str,
-) -> Result<Option<(i32, crate::schedules::FailurePolicy)>> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        attempt: i32,
-        #[sqlx(flatten)]
-        failure: crate::schedules::FailurePolicy,
-    }
-    let row: Option<Row> = sqlx::query_as(
-        "select r.attempt, coalesce(s.max_attempts, 1) as max_attempts, s.retry_intervals_s, \
-           s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
-           s.heartbeat_timeout_s, s.start_timeout_s \
-         from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
-         where r.idempotency_key = $1 and r.status <> 'CANCELLING' for update of r",
-    )
-    .bind(key)
-    .fetch_optional(db)
-    .await?;
-    Ok(row.map(|row| (row.attempt, row.failure)))
-}
-
 /// What a report did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
-    /// The run moved forward; the run as it is now.
+    /// The run moved forward (or took a heartbeat); the run as it is now.
     Moved(Run),
     /// Repeated or stale: nothing changed; the run as it is.
     Unchanged(Run),
@@ -108,183 +69,323 @@ pub enum Applied {
     NotFound,
 }
 
-/// Applies `report` to the run `key`; "now" is the database's clock (`pinned` in tests).
-///
-/// # Errors
-/// [`crate::Error::Database`] when a statement fails.
-pub async fn apply(
-    db: &mut PgConnection,
-    key: &str,
-    report: &StatusReport,
-    after_failure: Option<AfterFailure>,
-    pinned: Option<DateTime<Utc>>,
-) -> Result<Applied> {
-    let (retry_at, dead_letter) = match after_failure {
-        Some(AfterFailure::Retry(at)) => (Some(at), false),
-        Some(AfterFailure::DeadLetter) => (None, true),
-        None => (None, false),
-    };
-    let decided: Option<(String, Option<String>)> = sqlx::query_as(TRANSITION)
-        .bind(key)
-        .bind(report.status.as_str())
-        .bind(report.executor_id.as_deref())
-        .bind(report.run_id.as_deref())
-        .bind(report.error.as_deref())
-        .bind(pinned)
-        .bind(crate::wakeups::RUNS_CHANNEL)
-        .bind(report.attempt.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
-        .bind(retry_at)
-        .bind(dead_letter)
-        .fetch_optional(&mut *db)
-        .await?;
-    let Some((action, in_flight)) = decided else {
-        return Ok(Applied::NotFound);
-    };
-    let run = crate::runs::get(&mut *db, key)
-        .await?
-        .expect("the transition locked this row in this transaction");
-    Ok(match (action.as_str(), in_flight) {
-        ("apply" | "heartbeat", _) => Applied::Moved(run),
-        ("conflict", _) => Applied::Conflict {
-            owner: run.executor_id.clone().unwrap_or_default(),
-            run,
-        },
-        ("unpublished", _) => Applied::Unpublished(run),
-        ("blocked", Some(in_flight)) => Applied::Blocked { run, in_flight },
-        _ => Applied::Unchanged(run),
+/// A run of the batch, locked by this transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockedRun {
+    /// The row as it is.
+    pub run: Run,
+    /// Its `exclusive` column: it counts against its schedule's one in flight.
+    pub exclusive: bool,
+    /// Were it to become in flight now, it would be exclusive (its schedule's overlap
+    /// policy is not `allow`, and it is not a `run-launcher/start` run).
+    pub exclusive_now: bool,
+    /// Its schedule's failure handling (the defaults when the schedule is gone).
+    pub failure: FailurePolicy,
+}
+
+/// The batch's runs as [`lock`] found them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Locked {
+    /// The database's clock (or the pinned "now") when they were locked: the time every
+    /// change of the batch records.
+    pub now: DateTime<Utc>,
+    /// The runs locked, by key.
+    pub runs: HashMap<String, LockedRun>,
+    /// Keys of runs that exist but another transaction holds: try them again later.
+    pub busy: Vec<String>,
+    /// For the exclusive schedules of the batch's `PENDING` runs: the run holding each
+    /// (`runs_in_flight`).
+    pub holders: HashMap<String, String>,
+}
+
+/// `RUN_COLUMNS` qualified with the alias `r`, for statements that join other tables.
+fn run_columns_of_r() -> &'static str {
+    static COLUMNS: OnceLock<String> = OnceLock::new();
+    COLUMNS.get_or_init(|| {
+        RUN_COLUMNS
+            .split(',')
+            .map(|column| format!("r.{}", column.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
     })
 }
 
-/// The transition. `cur` locks the row (concurrent reports on one run queue up and each
-/// sees the latest status; found by key alone, one index probe per partition);
-/// `blocker` is another exclusive run holding the schedule (`runs_in_flight`, the table
-/// the one-in-flight triggers keep);
-/// `decision` ranks; `upd` moves it (to `RETRYING` with the next attempt when `$9` gives its
-/// time; dead-lettered when `$10`); `beat` records a heartbeat; `recorded` keeps a finished
-/// attempt; `released` frees the oldest `QUEUED` run of the schedule when an exclusive run
-/// reached a final status, and `woken` tells dispatchers.
+/// Locks the runs named by `keys` that no other transaction holds, in key order (so two
+/// batches never deadlock), with what deciding their reports needs.
 ///
-/// Parameters: $1 key, $2 reported, $3 executor_id, $4 run_id, $5 error, $6 pinned now,
-/// $7 wake-up channel, $8 the report's attempt, $9 next attempt at, $10 dead-letter.
-const TRANSITION: &str = "
-with cur as (
-    select idempotency_key, run_at, schedule_id, status, executor_id, run_id, published_at,
-        fire_at, started_at, attempt,
-        source <> 'api' and coalesce((select s.overlap_policy <> 'allow'
-            from schedules s where s.schedule_id = r.schedule_id), false) as exclusive_now
-    from schedule_runs r
-    where idempotency_key = $1 for update
-), blocker as (
-    select min(b.idempotency_key) as key from runs_in_flight b join cur
-      on b.schedule_id = cur.schedule_id and b.idempotency_key <> cur.idempotency_key
-), decision as (
-    select cur.idempotency_key, cur.run_at,
-        case
-            when $8::int is not null and $8 <> cur.attempt then 'stale'
-            when cur.status = 'PENDING'
-                 and cur.fire_at > coalesce($6, clock_timestamp())
-                then 'unpublished'
-            when cur.status <> 'PENDING' and cur.published_at is null
-                then 'unpublished'
-            when $3::text is not null and cur.executor_id is not null
-                 and cur.executor_id <> $3
-                 and ($2 in ('STARTED', 'HEARTBEAT')
-                      or cur.status in ('PENDING', 'ENQUEUED', 'STARTED', 'CANCELLING'))
-                then 'conflict'
-            when cur.status = 'PENDING' and cur.exclusive_now
-                 and (select key from blocker) is not null
-                then 'blocked'
-            when $2 = 'HEARTBEAT'
-                then case when cur.status in ('ENQUEUED', 'STARTED', 'CANCELLING')
-                          then 'heartbeat'
-                          else 'noop' end
-            when (case cur.status when 'PENDING' then 0 when 'ENQUEUED' then 1
-                                  when 'STARTED' then 2 when 'CANCELLING' then 3 else 4 end)
-                 < (case $2 when 'STARTED' then 2 else 4 end)
-                then 'apply'
-            else 'noop'
-        end as action
-    from cur
-), upd as (
-    update schedule_runs r set
-        status = case when $2 = 'FAILED' and $9::timestamptz is not null then 'RETRYING'
-                      else $2 end,
-        attempt = case when $2 = 'FAILED' and $9::timestamptz is not null
-                       then r.attempt + 1 else r.attempt end,
-        fire_at = coalesce(case when $2 = 'FAILED' then $9::timestamptz end, r.fire_at),
-        started_at = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                          when $2 = 'STARTED' then coalesce($6, clock_timestamp())
-                          else r.started_at end,
-        finished_at = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                           when $2 <> 'STARTED' then coalesce($6, clock_timestamp())
-                           else r.finished_at end,
-        executor_id = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                           else coalesce(r.executor_id, $3) end,
-        run_id = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                      else coalesce($4, r.run_id) end,
-        -- A due PENDING run reported on was published (see `exclusive` below): record it
-        -- now, or its next report would be refused as one about an unpublished run.
-        published_at = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                            when r.status = 'PENDING'
-                            then coalesce(r.published_at, $6, clock_timestamp())
-                            else r.published_at end,
-        stream_seq = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                          else r.stream_seq end,
-        heartbeat_at = case when $2 = 'FAILED' and $9::timestamptz is not null then null
-                            else r.heartbeat_at end,
-        last_error = case when $2 = 'FAILED' then coalesce($5, r.last_error)
-                          else r.last_error end,
-        reason = case when r.status = 'CANCELLING' and $2 in ('SUCCESS', 'FAILED')
-                      then format('executor reported %s before it stopped the run (%s)', $2,
-                          coalesce(r.reason, 'cancel requested'))
-                      when $2 = 'FAILED' and $9::timestamptz is not null
-                      then format('attempt %s failed; attempt %s at %s', r.attempt,
-                          r.attempt + 1, to_char($9::timestamptz at time zone 'UTC',
-                          'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))
-                      when $2 = 'FAILED' then 'executor reported FAILED'
-                      when $2 = 'CANCELLED' and r.status <> 'CANCELLING'
-                      then 'cancelled by the executor'
-                      else r.reason end,
-        dead_lettered_at = case when $2 = 'FAILED' and $10
-                                then coalesce($6, clock_timestamp())
-                                else r.dead_lettered_at end,
-        -- A PENDING run reported on was published by a dispatcher that died before
-        -- recording it: it is in flight now, exclusive if its schedule says so.
-        exclusive = case when r.status = 'PENDING' then cur.exclusive_now
-            else r.exclusive end,
-        updated_at = coalesce($6, clock_timestamp())
-    from decision d, cur
-    where r.idempotency_key = d.idempotency_key and r.run_at = d.run_at and d.action = 'apply'
-    returning r.schedule_id, r.status, r.exclusive
-), beat as (
-    update schedule_runs r set heartbeat_at = coalesce($6, clock_timestamp()),
-        executor_id = coalesce(r.executor_id, $3),
-        updated_at = coalesce($6, clock_timestamp())
-    from decision d
-    where r.idempotency_key = d.idempotency_key and r.run_at = d.run_at
-      and d.action = 'heartbeat'
-), recorded as (
-    insert into run_attempts (idempotency_key, attempt, status, error, executor_id, run_id,
-        published_at, started_at, finished_at)
-    select cur.idempotency_key, cur.attempt, $2, case when $2 = 'FAILED' then $5 end,
-        coalesce(cur.executor_id, $3), coalesce($4, cur.run_id), cur.published_at,
-        cur.started_at, coalesce($6, clock_timestamp())
-    from cur join decision d on d.action = 'apply'
-    where $2 in ('SUCCESS', 'FAILED')
-    on conflict do nothing
-), released as (
-    update schedule_runs q set status = 'PENDING', reason = null,
-        released_at = coalesce($6, clock_timestamp()),
-        updated_at = coalesce($6, clock_timestamp())
-    where (q.idempotency_key, q.run_at) = (
-        select w.idempotency_key, w.run_at from schedule_runs w
-        join upd on w.schedule_id = upd.schedule_id
-        where upd.exclusive and upd.status in ('SUCCESS', 'FAILED', 'CANCELLED')
-          and w.status = 'QUEUED'
-        order by w.fire_at, w.idempotency_key limit 1)
-    returning q.idempotency_key
-), woken as (
-    select pg_notify($7, '') from released
-)
-select action, (select key from blocker) as in_flight
-from decision left join (select count(*) as n from woken) as w on true";
+/// # Errors
+/// [`crate::Error::Database`] when a statement fails.
+pub async fn lock(
+    db: &mut PgConnection,
+    keys: &[String],
+    pinned: Option<DateTime<Utc>>,
+) -> Result<Locked> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        run: Run,
+        exclusive: bool,
+        exclusive_now: bool,
+        #[sqlx(flatten)]
+        failure: FailurePolicy,
+    }
+    let sql = format!(
+        "select {}, r.exclusive, \
+           r.source <> 'api' and coalesce(s.overlap_policy <> 'allow', false) as exclusive_now, \
+           coalesce(s.max_attempts, 1) as max_attempts, s.retry_intervals_s, \
+           s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
+           s.heartbeat_timeout_s, s.start_timeout_s \
+         from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
+         where r.idempotency_key = any($1) \
+         order by r.idempotency_key, r.run_at \
+         for update of r skip locked",
+        run_columns_of_r()
+    );
+    let now: DateTime<Utc> = sqlx::query_scalar("select coalesce($1, clock_timestamp())")
+        .bind(pinned)
+        .fetch_one(&mut *db)
+        .await?;
+    let rows: Vec<Row> = sqlx::query_as(&sql).bind(keys).fetch_all(&mut *db).await?;
+    let runs: HashMap<String, LockedRun> = rows
+        .into_iter()
+        .map(|row| {
+            let locked = LockedRun {
+                exclusive: row.exclusive,
+                exclusive_now: row.exclusive_now,
+                failure: row.failure,
+                run: row.run,
+            };
+            (locked.run.idempotency_key.clone(), locked)
+        })
+        .collect();
+    let missing: Vec<&String> = keys.iter().filter(|k| !runs.contains_key(*k)).collect();
+    // A plain read never waits for a row lock: a key it finds is held by another
+    // transaction; one it does not find names no run.
+    let busy: Vec<String> = if missing.is_empty() {
+        Vec::new()
+    } else {
+        sqlx::query_scalar(
+            "select idempotency_key from schedule_runs where idempotency_key = any($1)",
+        )
+        .bind(missing)
+        .fetch_all(&mut *db)
+        .await?
+    };
+    let contested: Vec<&str> = runs
+        .values()
+        .filter(|locked| locked.run.status == RunStatus::Pending && locked.exclusive_now)
+        .map(|locked| locked.run.schedule_id.as_str())
+        .collect();
+    let holders: HashMap<String, String> = if contested.is_empty() {
+        HashMap::new()
+    } else {
+        sqlx::query_as::<_, (String, String)>(
+            "select schedule_id, idempotency_key from runs_in_flight where schedule_id = any($1)",
+        )
+        .bind(contested)
+        .fetch_all(&mut *db)
+        .await?
+        .into_iter()
+        .collect()
+    };
+    Ok(Locked {
+        now,
+        runs,
+        busy,
+        holders,
+    })
+}
+
+/// A run whose row the batch changed: its new state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// The run as it is to be written (every column a report may change).
+    pub run: Run,
+    /// Its new `exclusive` column, when a report moved a `PENDING` run in flight.
+    pub exclusive: Option<bool>,
+}
+
+/// An attempt that a report ended (`SUCCESS` or `FAILED`), for `run_attempts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinishedAttempt {
+    /// The run.
+    pub idempotency_key: String,
+    /// The attempt.
+    pub attempt: i32,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Who ran it.
+    pub executor_id: Option<String>,
+    /// The executor's run id.
+    pub run_id: Option<String>,
+    /// When it was published.
+    pub published_at: Option<DateTime<Utc>>,
+    /// When it started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: DateTime<Utc>,
+}
+
+/// What a batch writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// Changed runs.
+    pub changed: Vec<Changed>,
+    /// Attempts ended.
+    pub attempts: Vec<FinishedAttempt>,
+    /// Exclusive schedules whose run ended: each releases its oldest `QUEUED` run.
+    pub release: Vec<String>,
+}
+
+/// Records `writes` at `now`; returns how many `QUEUED` runs it released (dispatchers are
+/// woken when any were).
+///
+/// # Errors
+/// [`crate::Error::Database`] when a statement fails.
+pub async fn write(db: &mut PgConnection, writes: &Writes, now: DateTime<Utc>) -> Result<u64> {
+    update_runs(db, &writes.changed).await?;
+    insert_attempts(db, &writes.attempts).await?;
+    release_queued(db, &writes.release, now).await
+}
+
+/// Every changed run in one statement; the row's triggers (one in flight, chains) fire per
+/// row as for any update.
+async fn update_runs(db: &mut PgConnection, changed: &[Changed]) -> Result<()> {
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let runs = changed.iter().map(|c| &c.run);
+    let keys: Vec<&str> = runs.clone().map(|r| r.idempotency_key.as_str()).collect();
+    let run_ats: Vec<DateTime<Utc>> = runs.clone().map(|r| r.run_at).collect();
+    let statuses: Vec<&str> = runs.clone().map(|r| r.status.as_str()).collect();
+    let attempts: Vec<i32> = runs.clone().map(|r| r.attempt).collect();
+    let fire_ats: Vec<DateTime<Utc>> = runs.clone().map(|r| r.fire_at).collect();
+    let started: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.started_at).collect();
+    let finished: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.finished_at).collect();
+    let executors: Vec<Option<&str>> = runs.clone().map(|r| r.executor_id.as_deref()).collect();
+    let run_ids: Vec<Option<&str>> = runs.clone().map(|r| r.run_id.as_deref()).collect();
+    let published: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.published_at).collect();
+    let seqs: Vec<Option<i64>> = runs.clone().map(|r| r.stream_seq).collect();
+    let beats: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.heartbeat_at).collect();
+    let errors: Vec<Option<&str>> = runs.clone().map(|r| r.last_error.as_deref()).collect();
+    let reasons: Vec<Option<&str>> = runs.clone().map(|r| r.reason.as_deref()).collect();
+    let dead: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.dead_lettered_at).collect();
+    let updated: Vec<DateTime<Utc>> = runs.map(|r| r.updated_at).collect();
+    let exclusive: Vec<Option<bool>> = changed.iter().map(|c| c.exclusive).collect();
+    // The key and run_at find the row in its partition; every other column is the new
+    // state the intake decided.
+    sqlx::query(
+        "update schedule_runs r set status = u.status, attempt = u.attempt, \
+           fire_at = u.fire_at, started_at = u.started_at, finished_at = u.finished_at, \
+           executor_id = u.executor_id, run_id = u.run_id, published_at = u.published_at, \
+           stream_seq = u.stream_seq, heartbeat_at = u.heartbeat_at, \
+           last_error = u.last_error, reason = u.reason, \
+           dead_lettered_at = u.dead_lettered_at, \
+           exclusive = coalesce(u.exclusive, r.exclusive), updated_at = u.updated_at \
+         from unnest($1::text[], $2::timestamptz[], $3::text[], $4::int[], \
+           $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], \
+           $10::timestamptz[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[], \
+           $15::timestamptz[], $16::bool[], $17::timestamptz[]) \
+           as u(key, run_at, status, attempt, fire_at, started_at, finished_at, executor_id, \
+             run_id, published_at, stream_seq, heartbeat_at, last_error, reason, \
+             dead_lettered_at, exclusive, updated_at) \
+         where r.idempotency_key = u.key and r.run_at = u.run_at",
+    )
+    .bind(keys)
+    .bind(run_ats)
+    .bind(statuses)
+    .bind(attempts)
+    .bind(fire_ats)
+    .bind(started)
+    .bind(finished)
+    .bind(executors)
+    .bind(run_ids)
+    .bind(published)
+    .bind(seqs)
+    .bind(beats)
+    .bind(errors)
+    .bind(reasons)
+    .bind(dead)
+    .bind(exclusive)
+    .bind(updated)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// Every ended attempt in one statement (`on conflict do nothing`: a repeated final report
+/// never writes an attempt twice).
+async fn insert_attempts(db: &mut PgConnection, attempts: &[FinishedAttempt]) -> Result<()> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<&str> = attempts
+        .iter()
+        .map(|a| a.idempotency_key.as_str())
+        .collect();
+    let numbers: Vec<i32> = attempts.iter().map(|a| a.attempt).collect();
+    let statuses: Vec<&str> = attempts.iter().map(|a| a.status.as_str()).collect();
+    let errors: Vec<Option<&str>> = attempts.iter().map(|a| a.error.as_deref()).collect();
+    let executors: Vec<Option<&str>> = attempts.iter().map(|a| a.executor_id.as_deref()).collect();
+    let run_ids: Vec<Option<&str>> = attempts.iter().map(|a| a.run_id.as_deref()).collect();
+    let published: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.published_at).collect();
+    let started: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.started_at).collect();
+    let finished: Vec<DateTime<Utc>> = attempts.iter().map(|a| a.finished_at).collect();
+    sqlx::query(
+        "insert into run_attempts (idempotency_key, attempt, status, error, executor_id, \
+           run_id, published_at, started_at, finished_at) \
+         select * from unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], \
+           $6::text[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[]) \
+         on conflict do nothing",
+    )
+    .bind(keys)
+    .bind(numbers)
+    .bind(statuses)
+    .bind(errors)
+    .bind(executors)
+    .bind(run_ids)
+    .bind(published)
+    .bind(started)
+    .bind(finished)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// Frees the oldest `QUEUED` run of each schedule in `schedules` (its run in flight ended)
+/// and wakes the dispatchers when any was freed.
+async fn release_queued(
+    db: &mut PgConnection,
+    schedules: &[String],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if schedules.is_empty() {
+        return Ok(0);
+    }
+    let released: i64 = sqlx::query_scalar(
+        "with pick as ( \
+           select distinct on (w.schedule_id) w.idempotency_key, w.run_at \
+           from schedule_runs w \
+           where w.schedule_id = any($1) and w.status = $3 \
+           order by w.schedule_id, w.fire_at, w.idempotency_key \
+         ), released as ( \
+           update schedule_runs q set status = $4, reason = null, released_at = $2, \
+             updated_at = $2 \
+           from pick where q.idempotency_key = pick.idempotency_key \
+             and q.run_at = pick.run_at and q.status = $3 \
+           returning 1 \
+         ) select count(*) from released",
+    )
+    .bind(schedules)
+    .bind(now)
+    .bind(RunStatus::Queued.as_str())
+    .bind(RunStatus::Pending.as_str())
+    .fetch_one(&mut *db)
+    .await?;
+    if released > 0 {
+        crate::wakeups::runs_due(&mut *db).await?;
+    }
+    Ok(u64::try_from(released).unwrap_or(0))
+}

@@ -5,9 +5,13 @@
 //! and `POST /runs/{key}/cancel` through [`Intake::cancel`] (`intake/cancel.rs`).
 //! A channel only maps the answer: a status code, or ack / retry / terminate.
 
+mod applier;
 mod cancel;
+mod fold;
 
+pub use applier::{MAX_BATCH, MAX_WAITING};
 pub use cancel::MAX_REASON_TEXT;
+pub use fold::Item;
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,12 +19,13 @@ use chrono::{DateTime, Utc};
 use kairos_core::{validate_id, Problem, Reported, RunSource, RunStatus};
 use kairos_launcher::status::{Disposition, StatusMessage};
 use kairos_store::dispatch::{self, ApiRun};
-use kairos_store::status::{self, AfterFailure, Applied, StatusReport};
+use kairos_store::status::{Applied, StatusReport};
 use kairos_store::{runs, wakeups, PgPool, Tx};
 use serde_json::{Map, Value};
 
 use crate::dispatcher::DispatchNow;
 use crate::metrics::{self, StatusOutcome};
+use applier::Applier;
 
 /// Why an intake call failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +42,13 @@ pub enum Error {
         /// Its version.
         version: i32,
     },
+    /// The batch the report was in could not be recorded (the database failed, and kept
+    /// failing); nothing of it was recorded.
+    #[error("status batch not recorded")]
+    Batch(#[source] Arc<kairos_store::Error>),
+    /// The intake is shutting down; the report was not recorded.
+    #[error("status intake stopped")]
+    Stopped,
     /// A start reused a key for a different run.
     #[error("idempotency_key {key:?} already names a different run")]
     KeyInUse {
@@ -242,6 +254,8 @@ pub struct Started {
 pub struct Intake {
     pool: PgPool,
     dispatcher: Arc<OnceLock<Arc<dyn DispatchNow>>>,
+    /// Started by the first report (it needs the runtime).
+    applier: Arc<OnceLock<Applier>>,
 }
 
 impl Intake {
@@ -251,6 +265,7 @@ impl Intake {
         Intake {
             pool,
             dispatcher: Arc::new(OnceLock::new()),
+            applier: Arc::new(OnceLock::new()),
         }
     }
 
@@ -261,69 +276,44 @@ impl Intake {
     }
 
     /// Applies a report to run `key` (forward-only, first executor owns the run) and
-    /// counts it. A `FAILED` report of the attempt in progress is followed, in the same
-    /// transaction, by the next attempt (its time from the schedule's retry policy) or by a
-    /// dead letter, unless the report says `retryable: false` (then a dead letter).
+    /// counts it, through this instance's batched applier ([`Intake::report_many`]).
     ///
     /// # Errors
-    /// [`Error::Store`]: nothing was recorded.
+    /// [`Error::Batch`] or [`Error::Stopped`]: nothing was recorded.
     pub async fn report(&self, key: &str, report: &StatusReport) -> Result<Applied> {
-        let mut tx = Tx::begin(&self.pool).await?;
-        let after_failure = self.after_failure(&mut tx, key, report).await?;
-        let applied = status::apply(&mut tx, key, report, after_failure, None).await?;
-        tx.commit().await?;
-        metrics::status_event(report.status.as_str(), outcome_of(&applied));
-        if let Applied::Moved(run) = &applied {
-            match run.status {
-                RunStatus::Retrying => {
-                    metrics::retried(1);
-                    tracing::info!(key, attempt = run.attempt, next_at = %run.fire_at,
-                        "attempt failed; next attempt scheduled");
-                }
-                RunStatus::Failed if run.dead_lettered_at.is_some() => {
-                    metrics::dead_lettered(1);
-                    tracing::warn!(
-                        key,
-                        attempt = run.attempt,
-                        "last attempt failed; dead-lettered"
-                    );
-                }
-                _ => {}
-            }
-        }
-        Ok(applied)
+        let item = Item {
+            key: key.to_string(),
+            report: report.clone(),
+        };
+        self.report_many(vec![item])
+            .await
+            .pop()
+            .expect("one answer per report")
     }
 
-    /// For a `FAILED` report: the next attempt's time or a dead letter, from the run's
-    /// attempt and its schedule's retry policy (the run is locked from here on).
-    async fn after_failure(
-        &self,
-        tx: &mut Tx,
-        key: &str,
-        report: &StatusReport,
-    ) -> Result<Option<AfterFailure>> {
-        if report.status != Reported::Failed {
-            return Ok(None);
+    /// Applies reports, each as [`Intake::report`] would, in the batches of this
+    /// instance's applier (with every other report that arrives meanwhile, from any
+    /// channel), and answers each, in order. A `FAILED` report of the attempt in progress
+    /// is followed, in the same transaction, by the next attempt (its time from the
+    /// schedule's retry policy) or by a dead letter, unless the report says `retryable:
+    /// false` (then a dead letter). Reports about one run apply in their order.
+    pub async fn report_many(&self, items: Vec<Item>) -> Vec<Result<Applied>> {
+        let reported: Vec<(String, Reported)> = items
+            .iter()
+            .map(|item| (item.key.clone(), item.report.status))
+            .collect();
+        let answers = self.applier().apply(items).await;
+        for ((key, status), answer) in reported.iter().zip(&answers) {
+            if let Ok(applied) = answer {
+                count(key, *status, applied);
+            }
         }
-        let Some((attempt, failure)) = status::failure_context(tx, key).await? else {
-            return Ok(None);
-        };
-        let attempt = u32::try_from(attempt).unwrap_or(1);
-        if report.attempt.is_some_and(|reported| reported != attempt) {
-            return Ok(None); // About another attempt: the transition ignores it.
-        }
-        if report.retryable == Some(false) {
-            return Ok(Some(AfterFailure::DeadLetter));
-        }
-        let now = kairos_store::now(&mut **tx, None).await?;
-        Ok(Some(
-            match failure.retry_policy().delay_after(attempt, key) {
-                Some(wait) => AfterFailure::Retry(
-                    now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX),
-                ),
-                None => AfterFailure::DeadLetter,
-            },
-        ))
+        answers
+    }
+
+    fn applier(&self) -> &Applier {
+        self.applier
+            .get_or_init(|| Applier::start(self.pool.clone()))
     }
 
     /// Creates the run `request` names (source `api`, due now) unless its key exists, and
@@ -383,43 +373,86 @@ impl Intake {
         })
     }
 
-    /// One status message from NATS: decoded with the same rules as the HTTP body, applied
-    /// by [`Intake::report`]. A message that can never succeed (undecodable, broken rule,
-    /// unknown or never-published run, another executor's run) is terminated and logged
-    /// once; a database failure asks for redelivery (bounded by the consumer).
-    pub async fn take_message(&self, message: StatusMessage) -> Disposition {
-        let report = decode_message(&message);
-        let (key, report) = match report {
-            Ok(parsed) => parsed,
-            Err(problems) => {
-                metrics::status_event(metrics::UNKNOWN_STATUS, StatusOutcome::Invalid);
-                let problems: Vec<String> = problems.iter().map(Problem::to_string).collect();
-                tracing::warn!(subject = %message.subject, problems = ?problems,
-                    "status message refused; terminated");
-                return Disposition::Refuse;
+    /// Status messages from NATS: each decoded with the same rules as the HTTP body, all
+    /// applied by [`Intake::report_many`], and each answered: a message that can never
+    /// succeed (undecodable, broken rule, unknown or never-published run, another
+    /// executor's run) is terminated and logged once; a database failure asks for
+    /// redelivery (bounded by the consumer).
+    pub async fn take_messages(&self, messages: Vec<StatusMessage>) -> Vec<Disposition> {
+        let mut dispositions = vec![Disposition::Refuse; messages.len()];
+        let mut items = Vec::with_capacity(messages.len());
+        let mut positions = Vec::with_capacity(messages.len());
+        for (position, message) in messages.iter().enumerate() {
+            match decode_message(message) {
+                Ok((key, report)) => {
+                    items.push(Item { key, report });
+                    positions.push(position);
+                }
+                Err(problems) => {
+                    metrics::status_event(metrics::UNKNOWN_STATUS, StatusOutcome::Invalid);
+                    let problems: Vec<String> = problems.iter().map(Problem::to_string).collect();
+                    tracing::warn!(subject = %message.subject, problems = ?problems,
+                        "status message refused; terminated");
+                }
             }
-        };
-        match self.report(&key, &report).await {
-            Ok(Applied::Moved(run)) => {
-                tracing::debug!(key = %key, status = %run.status, "run status recorded");
-                Disposition::Done
+        }
+        let reports: Vec<(String, Reported, Option<String>)> = items
+            .iter()
+            .map(|item| {
+                let executor = item.report.executor_id.clone();
+                (item.key.clone(), item.report.status, executor)
+            })
+            .collect();
+        let answers = self.report_many(items).await;
+        for ((position, (key, reported, executor_id)), answer) in
+            positions.into_iter().zip(reports).zip(answers)
+        {
+            dispositions[position] = match answer {
+                Ok(Applied::Moved(run)) => {
+                    tracing::debug!(key = %key, status = %run.status, "run status recorded");
+                    Disposition::Done
+                }
+                Ok(Applied::Unchanged(run)) => {
+                    tracing::debug!(key = %key, status = %run.status, reported = %reported,
+                        "status report does not move the run forward; ignored");
+                    Disposition::Done
+                }
+                Ok(refused) => {
+                    tracing::warn!(key = %key, reported = %reported,
+                        executor_id = ?executor_id, why = %refusal(&refused),
+                        "status report refused; terminated");
+                    Disposition::Refuse
+                }
+                Err(err) => {
+                    tracing::warn!(key = %key, error = %crate::error_chain(&err),
+                        "status not recorded; will retry");
+                    Disposition::Retry
+                }
+            };
+        }
+        dispositions
+    }
+}
+
+/// Counts an answered report, and logs the retries and dead letters it caused.
+fn count(key: &str, status: Reported, applied: &Applied) {
+    metrics::status_event(status.as_str(), outcome_of(applied));
+    if let Applied::Moved(run) = applied {
+        match run.status {
+            RunStatus::Retrying if status == Reported::Failed => {
+                metrics::retried(1);
+                tracing::info!(key, attempt = run.attempt, next_at = %run.fire_at,
+                    "attempt failed; next attempt scheduled");
             }
-            Ok(Applied::Unchanged(run)) => {
-                tracing::debug!(key = %key, status = %run.status, reported = %report.status,
-                    "status report does not move the run forward; ignored");
-                Disposition::Done
+            RunStatus::Failed if status == Reported::Failed && run.dead_lettered_at.is_some() => {
+                metrics::dead_lettered(1);
+                tracing::warn!(
+                    key,
+                    attempt = run.attempt,
+                    "last attempt failed; dead-lettered"
+                );
             }
-            Ok(refused) => {
-                tracing::warn!(key = %key, reported = %report.status,
-                    executor_id = ?report.executor_id, why = %refusal(&refused),
-                    "status report refused; terminated");
-                Disposition::Refuse
-            }
-            Err(err) => {
-                tracing::warn!(key = %key, error = %crate::error_chain(&err),
-                    "status not recorded; will retry");
-                Disposition::Retry
-            }
+            _ => {}
         }
     }
 }

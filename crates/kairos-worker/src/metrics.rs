@@ -47,12 +47,21 @@ pub const OUTBOX_OLDEST: &str = "kairos_outbox_oldest_seconds";
 pub const PLANNER_PASS_DURATION: &str = "kairos_planner_pass_duration_seconds";
 /// Histogram: seconds per dispatcher round that claimed at least one run.
 pub const DISPATCHER_ROUND_DURATION: &str = "kairos_dispatcher_round_duration_seconds";
+/// Histogram: seconds per status batch recorded (lock, decide, write, commit).
+pub const STATUS_BATCH_DURATION: &str = "kairos_status_batch_duration_seconds";
+/// Histogram: reports per status batch recorded.
+pub const STATUS_BATCH_SIZE: &str = "kairos_status_batch_reports";
 /// Gauge, always 1: the running build, by `version`.
 pub const BUILD_INFO: &str = "kairos_build_info";
 
 /// Bucket bounds of [`FIRE_DRIFT`] (seconds): 1 ms to 60 s, 1-2-5 steps.
 pub const DRIFT_BUCKETS: &[f64] = &[
     0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0,
+];
+
+/// Bucket bounds of [`STATUS_BATCH_SIZE`] (reports): 1 to the largest batch.
+pub const BATCH_SIZE_BUCKETS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0,
 ];
 
 /// Bucket bounds of the batch duration histograms (seconds): 1 ms to 30 s.
@@ -212,6 +221,8 @@ pub fn recorder() -> PrometheusRecorder {
         (FIRE_DRIFT, DRIFT_BUCKETS),
         (PLANNER_PASS_DURATION, BATCH_BUCKETS),
         (DISPATCHER_ROUND_DURATION, BATCH_BUCKETS),
+        (STATUS_BATCH_DURATION, BATCH_BUCKETS),
+        (STATUS_BATCH_SIZE, BATCH_SIZE_BUCKETS),
     ];
     histograms
         .into_iter()
@@ -273,6 +284,12 @@ pub fn describe() {
         Unit::Seconds,
         "Dispatcher rounds that claimed runs"
     );
+    describe_histogram!(
+        STATUS_BATCH_DURATION,
+        Unit::Seconds,
+        "Status batches recorded (one transaction each)"
+    );
+    describe_histogram!(STATUS_BATCH_SIZE, "Reports per status batch recorded");
     describe_gauge!(BUILD_INFO, "The running kairos build (always 1)");
 }
 
@@ -336,6 +353,12 @@ pub fn zero() {
 /// A planner pass that claimed schedules took `elapsed`.
 pub fn pass_duration(elapsed: Duration) {
     metrics::histogram!(PLANNER_PASS_DURATION).record(elapsed.as_secs_f64());
+}
+
+/// A status batch of `reports` reports was recorded in `elapsed`.
+pub fn status_batch(reports: usize, elapsed: Duration) {
+    metrics::histogram!(STATUS_BATCH_DURATION).record(elapsed.as_secs_f64());
+    metrics::histogram!(STATUS_BATCH_SIZE).record(reports as f64);
 }
 
 /// A dispatcher round that claimed runs took `elapsed`.

@@ -13,7 +13,7 @@ use dispatcher_support::{
 };
 use kairos_core::{Reported, RunStatus};
 use kairos_launcher::status::{publish_status, read_stream, STATUS_STREAM};
-use kairos_store::status::{apply, Applied, StatusReport};
+use kairos_store::status::{Applied, StatusReport};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{Error, Intake, StartRequest};
@@ -28,6 +28,11 @@ fn report(status: Reported, executor: &str) -> StatusReport {
         executor_id: Some(executor.into()),
         error: (status == Reported::Failed).then(|| "boom".to_string()),
     }
+}
+
+/// One report through an intake of its own.
+async fn apply(intake: &Intake, key: &str, report: &StatusReport) -> Result<Applied, Error> {
+    intake.report(key, report).await
 }
 
 async fn status_of(pool: &PgPool, n: u64) -> RunStatus {
@@ -53,25 +58,18 @@ async fn callbacks_out_of_order_and_repeated_never_regress() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let _nats = enqueued_run(&pool).await;
-    let mut conn = pool.acquire().await.expect("conn");
+    let intake = Intake::new(pool.clone());
     let k = key(1);
-    let success = apply(&mut conn, &k, &report(Reported::Success, "e1"), None, None).await;
+    let success = apply(&intake, &k, &report(Reported::Success, "e1")).await;
     assert!(matches!(success, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Success));
     for late in [Reported::Started, Reported::Success, Reported::Failed] {
-        let again = apply(&mut conn, &k, &report(late, "e1"), None, None).await;
+        let again = apply(&intake, &k, &report(late, "e1")).await;
         assert!(
             matches!(again, Ok(Applied::Unchanged(ref run)) if run.status == RunStatus::Success),
             "{late:?} after SUCCESS: {again:?}"
         );
     }
-    let unknown = apply(
-        &mut conn,
-        &key(99),
-        &report(Reported::Started, "e1"),
-        None,
-        None,
-    )
-    .await;
+    let unknown = apply(&intake, &key(99), &report(Reported::Started, "e1")).await;
     assert!(matches!(unknown, Ok(Applied::NotFound)));
     assert!(
         field(&pool, &k, "started_at").await.is_none(),
@@ -85,23 +83,23 @@ async fn the_first_started_executor_owns_the_run() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let _nats = enqueued_run(&pool).await;
-    let mut conn = pool.acquire().await.expect("conn");
+    let intake = Intake::new(pool.clone());
     let k = key(1);
-    let first = apply(&mut conn, &k, &report(Reported::Started, "e1"), None, None).await;
+    let first = apply(&intake, &k, &report(Reported::Started, "e1")).await;
     assert!(matches!(first, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Started));
-    let again = apply(&mut conn, &k, &report(Reported::Started, "e1"), None, None).await;
+    let again = apply(&intake, &k, &report(Reported::Started, "e1")).await;
     assert!(matches!(again, Ok(Applied::Unchanged(_))));
-    let other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None, None).await;
+    let other = apply(&intake, &k, &report(Reported::Started, "e2")).await;
     assert!(matches!(other, Ok(Applied::Conflict { ref owner, .. }) if owner == "e1"));
-    let other_end = apply(&mut conn, &k, &report(Reported::Success, "e2"), None, None).await;
+    let other_end = apply(&intake, &k, &report(Reported::Success, "e2")).await;
     assert!(matches!(other_end, Ok(Applied::Conflict { .. })));
-    let failed = apply(&mut conn, &k, &report(Reported::Failed, "e1"), None, None).await;
+    let failed = apply(&intake, &k, &report(Reported::Failed, "e1")).await;
     assert!(matches!(failed, Ok(Applied::Moved(ref run)) if run.status == RunStatus::Failed));
     assert_eq!(
         field(&pool, &k, "last_error").await.as_deref(),
         Some("boom")
     );
-    let late_other = apply(&mut conn, &k, &report(Reported::Started, "e2"), None, None).await;
+    let late_other = apply(&intake, &k, &report(Reported::Started, "e2")).await;
     assert!(
         matches!(late_other, Ok(Applied::Conflict { .. })),
         "never run twice"

@@ -101,9 +101,11 @@ async fn dispatcher_metrics_match_the_runs() {
         "STARTED", // unchanged: a repeat
         "SUCCESS", // applied
     ] {
-        intake.take_message(event(&key(0), status)).await;
+        intake.take_messages(vec![event(&key(0), status)]).await;
     }
-    intake.take_message(event("no-such-run", "FAILED")).await;
+    intake
+        .take_messages(vec![event("no-such-run", "FAILED")])
+        .await;
 
     let text = handle.render();
     assert_eq!(value(&text, m::RUNS_EMITTED, &[]), 7.0);

@@ -184,22 +184,21 @@ pub async fn spawn_status_intake(pool: &PgPool, launcher: &NatsLauncher) -> Loop
         let shutdown = async { stopped.await.unwrap_or(()) };
         let intake = &intake;
         consumer
-            .run(|message| intake.take_message(message), shutdown)
+            .run(|messages| intake.take_messages(messages), shutdown)
             .await
             .expect("status consumer ends cleanly");
     });
     Looping { stop, task }
 }
 
-/// Applies an executor's report to run `key` straight through the store's transition (no
-/// retry decision) and returns what it did.
+/// Applies an executor's report to run `key` through an intake of its own and returns
+/// what it did.
 pub async fn report(
     pool: &PgPool,
     key: &str,
     status: kairos_core::Reported,
     executor: &str,
 ) -> kairos_store::status::Applied {
-    let mut conn = pool.acquire().await.expect("connection");
     let report = kairos_store::status::StatusReport {
         status,
         attempt: None,
@@ -208,7 +207,8 @@ pub async fn report(
         executor_id: Some(executor.into()),
         error: None,
     };
-    kairos_store::status::apply(&mut conn, key, &report, None, None)
+    kairos_worker::intake::Intake::new(pool.clone())
+        .report(key, &report)
         .await
         .expect("a refusal is an answer, not a database error")
 }

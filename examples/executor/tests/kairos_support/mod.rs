@@ -262,7 +262,7 @@ async fn status_intake(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()>
     tokio::spawn(async move {
         let intake = &intake;
         consumer
-            .run(|message| intake.take_message(message), pending())
+            .run(|messages| intake.take_messages(messages), pending())
             .await
             .expect("status intake");
     })

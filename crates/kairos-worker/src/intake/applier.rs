@@ -1,0 +1,185 @@
+//! The batched status intake: every report of an instance, whatever its channel, goes
+//! through one [`Applier`]. Its loop takes whatever reports are waiting (up to
+//! [`MAX_BATCH`]; under load, what arrived while the last batch was being written), and
+//! applies them in one transaction: lock the runs (one statement), decide each report in
+//! order (`fold`), write the changes (one statement per kind), commit, then answer each
+//! caller. No report waits for a timer: an idle intake applies a lone report at once.
+//!
+//! - A run another transaction holds is not waited for; its reports go first into a later
+//!   batch, after [`BUSY_RETRY`].
+//! - A batch that fails as a whole is rolled back and tried again ([`TRIES`], with
+//!   back-off). When the server keeps refusing a statement of it (a constraint a report
+//!   ran into), it is split in halves until the report that causes it fails alone; a
+//!   broken connection fails the whole batch, whose callers retry (NATS redelivers, HTTP
+//!   answers 503). A report is never applied twice: a failed batch wrote nothing.
+//! - Back-pressure: at most [`MAX_WAITING`] reports wait; callers then wait to hand theirs
+//!   in.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kairos_store::status::{self, Applied};
+use kairos_store::{PgPool, Tx};
+use tokio::sync::{mpsc, oneshot};
+
+use super::fold::{fold, Answer, Item};
+use super::Error;
+use crate::metrics;
+
+/// Most reports in one transaction.
+pub const MAX_BATCH: usize = 5_000;
+/// Most reports waiting for the applier before callers wait to hand theirs in.
+pub const MAX_WAITING: usize = 20_000;
+/// How long reports about a run another transaction holds wait before they are tried again.
+pub const BUSY_RETRY: Duration = Duration::from_millis(20);
+/// Tries of a whole batch before it is split (or, when the connection is the trouble,
+/// failed).
+pub const TRIES: u32 = 3;
+
+type Reply = oneshot::Sender<Result<Applied, Error>>;
+
+struct Job {
+    item: Item,
+    reply: Reply,
+}
+
+/// The handle the intake's channels use. Cheap to clone; the loop ends when every handle
+/// is gone.
+#[derive(Debug, Clone)]
+pub(crate) struct Applier {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job").field("key", &self.item.key).finish()
+    }
+}
+
+impl Applier {
+    /// Starts the loop on the current runtime.
+    pub(crate) fn start(pool: PgPool) -> Applier {
+        let (jobs, waiting) = mpsc::channel(MAX_WAITING);
+        tokio::spawn(run(pool, waiting));
+        Applier { jobs }
+    }
+
+    /// Applies `items` (in order where they name the same run) and answers each, in order.
+    pub(crate) async fn apply(&self, items: Vec<Item>) -> Vec<Result<Applied, Error>> {
+        let mut answers = Vec::with_capacity(items.len());
+        for item in items {
+            let (reply, answer) = oneshot::channel();
+            if self.jobs.send(Job { item, reply }).await.is_err() {
+                answers.push(None);
+                continue;
+            }
+            answers.push(Some(answer));
+        }
+        let mut results = Vec::with_capacity(answers.len());
+        for answer in answers {
+            let result = match answer {
+                Some(answer) => answer.await.ok(),
+                None => None,
+            };
+            results.push(result.unwrap_or(Err(Error::Stopped)));
+        }
+        results
+    }
+}
+
+/// The loop: one batch at a time, reports about busy runs first in the next one.
+async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
+    let mut carried: VecDeque<Job> = VecDeque::new();
+    loop {
+        let mut batch: Vec<Job> = carried.drain(..).collect();
+        if batch.is_empty() {
+            match waiting.recv().await {
+                Some(job) => batch.push(job),
+                None => return,
+            }
+        } else {
+            // Their runs were held a moment ago: give the holder time to commit.
+            tokio::time::sleep(BUSY_RETRY).await;
+        }
+        while batch.len() < MAX_BATCH {
+            match waiting.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        carried = apply_batch(&pool, batch).await;
+    }
+}
+
+/// Applies one batch, splitting it while the server refuses a statement of it; returns
+/// the jobs whose runs were busy.
+async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
+    let mut busy = VecDeque::new();
+    let mut parts = VecDeque::from([batch]);
+    while let Some(mut part) = parts.pop_front() {
+        match apply_with_tries(pool, &part).await {
+            Ok(answers) => {
+                for (job, answer) in part.into_iter().zip(answers) {
+                    match answer {
+                        Answer::Decided(applied) => {
+                            let _ = job.reply.send(Ok(applied));
+                        }
+                        Answer::Busy => busy.push_back(job),
+                    }
+                }
+            }
+            Err(err) if err.is_refused_statement() && part.len() > 1 => {
+                let second = part.split_off(part.len() / 2);
+                parts.push_front(second);
+                parts.push_front(part);
+            }
+            Err(err) => {
+                tracing::warn!(reports = part.len(), error = %crate::error_chain(&err),
+                    "status batch not recorded");
+                let err = Arc::new(err);
+                for job in part {
+                    let _ = job.reply.send(Err(Error::Batch(Arc::clone(&err))));
+                }
+            }
+        }
+    }
+    busy
+}
+
+/// One batch in one transaction, tried again with back-off when it fails as a whole.
+async fn apply_with_tries(pool: &PgPool, part: &[Job]) -> Result<Vec<Answer>, kairos_store::Error> {
+    let items: Vec<Item> = part.iter().map(|job| job.item.clone()).collect();
+    let mut wait = Duration::from_millis(50);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match apply_once(pool, &items).await {
+            Ok(answers) => return Ok(answers),
+            Err(err) if tries >= TRIES || (err.is_refused_statement() && items.len() > 1) => {
+                return Err(err)
+            }
+            Err(err) => {
+                tracing::debug!(error = %crate::error_chain(&err), tries,
+                    "status batch failed; trying again");
+                tokio::time::sleep(wait).await;
+                wait *= 4;
+            }
+        }
+    }
+}
+
+/// Lock, decide, write, commit.
+async fn apply_once(pool: &PgPool, items: &[Item]) -> Result<Vec<Answer>, kairos_store::Error> {
+    let timer = metrics::BatchTimer::start();
+    let mut keys: Vec<String> = items.iter().map(|item| item.key.clone()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut tx = Tx::begin(pool).await?;
+    let mut locked = status::lock(&mut tx, &keys, None).await?;
+    let folded = fold(&mut locked, items);
+    status::write(&mut tx, &folded.writes, locked.now).await?;
+    tx.commit().await?;
+    metrics::status_batch(items.len(), timer.elapsed());
+    Ok(folded.answers)
+}

@@ -1,0 +1,307 @@
+//! A batch of status reports decided in order against the runs the batch locked: each
+//! report through `kairos_core::judge`, its effect applied to the run in memory (so the
+//! next report about the same run sees it), and what the batch must write collected in
+//! [`Writes`]. No IO: the applier locks before and writes after.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use kairos_core::{
+    judge, moved_to, AfterFailure, ReportFacts, Reported, RunFacts, RunStatus, Verdict,
+};
+use kairos_store::runs::Run;
+use kairos_store::status::{
+    Applied, Changed, FinishedAttempt, Locked, LockedRun, StatusReport, Writes,
+};
+
+/// One report of a batch: the run's key and what was reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The run.
+    pub key: String,
+    /// The report.
+    pub report: StatusReport,
+}
+
+/// What became of one item. (Answers live in one vector per batch and are moved out once:
+/// boxing the large variant would cost an allocation per report for nothing.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Decided (applied, ignored or refused).
+    Decided(Applied),
+    /// Another transaction holds the run: try again in a later batch.
+    Busy,
+}
+
+/// The batch decided: one answer per item, in order, and what to write.
+#[derive(Debug, Default)]
+pub(crate) struct Folded {
+    pub(crate) answers: Vec<Answer>,
+    pub(crate) writes: Writes,
+}
+
+/// Decides `items` in order against `locked`.
+pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
+    let now = locked.now;
+    let busy: HashSet<&str> = locked.busy.iter().map(String::as_str).collect();
+    let mut changed: HashMap<String, Option<bool>> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut folded = Folded::default();
+    for item in items {
+        if busy.contains(item.key.as_str()) {
+            folded.answers.push(Answer::Busy);
+            continue;
+        }
+        let Some(entry) = locked.runs.get_mut(&item.key) else {
+            folded.answers.push(Answer::Decided(Applied::NotFound));
+            continue;
+        };
+        let outcome = decide(
+            entry,
+            &item.report,
+            &mut locked.holders,
+            now,
+            &mut folded.writes,
+        );
+        if let Some(exclusive) = outcome.changed {
+            let slot = changed.entry(item.key.clone()).or_insert_with(|| {
+                order.push(item.key.clone());
+                None
+            });
+            // A later heartbeat must not forget an earlier move's new `exclusive`.
+            *slot = exclusive.or(*slot);
+        }
+        folded.answers.push(Answer::Decided(outcome.applied));
+    }
+    for key in order {
+        let run = locked.runs[&key].run.clone();
+        folded.writes.changed.push(Changed {
+            exclusive: changed[&key],
+            run,
+        });
+    }
+    folded
+}
+
+struct Outcome {
+    applied: Applied,
+    /// `Some` when the row changed; inside, its new `exclusive` column when that changed.
+    changed: Option<Option<bool>>,
+}
+
+/// One report against one run: the verdict, and when it applies, its effect on the run, on
+/// the schedule's holder, and on what the batch writes.
+fn decide(
+    entry: &mut LockedRun,
+    report: &StatusReport,
+    holders: &mut HashMap<String, String>,
+    now: DateTime<Utc>,
+    writes: &mut Writes,
+) -> Outcome {
+    let run = &entry.run;
+    let holder = holders
+        .get(&run.schedule_id)
+        .filter(|key| **key != run.idempotency_key)
+        .cloned();
+    let facts = RunFacts {
+        status: run.status,
+        attempt: u32::try_from(run.attempt).unwrap_or(1),
+        fire_at: run.fire_at,
+        published: run.published_at.is_some(),
+        executor_id: run.executor_id.as_deref(),
+        schedule_held_by_another: entry.exclusive_now && holder.is_some(),
+    };
+    let reported = ReportFacts {
+        reported: report.status,
+        attempt: report.attempt,
+        executor_id: report.executor_id.as_deref(),
+    };
+    let unchanged = |applied| Outcome {
+        applied,
+        changed: None,
+    };
+    match judge(&facts, &reported, now) {
+        Verdict::Stale | Verdict::Noop => unchanged(Applied::Unchanged(run.clone())),
+        Verdict::Unpublished => unchanged(Applied::Unpublished(run.clone())),
+        Verdict::Conflict => unchanged(Applied::Conflict {
+            owner: run.executor_id.clone().unwrap_or_default(),
+            run: run.clone(),
+        }),
+        Verdict::Blocked => unchanged(Applied::Blocked {
+            run: run.clone(),
+            in_flight: holder.unwrap_or_default(),
+        }),
+        Verdict::Heartbeat => {
+            let run = &mut entry.run;
+            run.heartbeat_at = Some(now);
+            run.executor_id = run
+                .executor_id
+                .take()
+                .or_else(|| report.executor_id.clone());
+            run.updated_at = now;
+            Outcome {
+                applied: Applied::Moved(run.clone()),
+                changed: Some(None),
+            }
+        }
+        Verdict::Apply => {
+            let after_failure = after_failure(entry, report, now);
+            let was_pending = entry.run.status == RunStatus::Pending;
+            if let Some(attempt) = finished_attempt(&entry.run, report, now) {
+                writes.attempts.push(attempt);
+            }
+            let before = entry.run.status;
+            apply(&mut entry.run, report, after_failure, now);
+            if was_pending {
+                entry.exclusive = entry.exclusive_now;
+            }
+            let run = &entry.run;
+            if entry.exclusive && before.holds_schedule() && !run.status.holds_schedule() {
+                holders.remove(&run.schedule_id);
+            }
+            if entry.exclusive && run.status.holds_schedule() {
+                holders.insert(run.schedule_id.clone(), run.idempotency_key.clone());
+            }
+            let ended = matches!(
+                run.status,
+                RunStatus::Success | RunStatus::Failed | RunStatus::Cancelled
+            );
+            if entry.exclusive && ended {
+                writes.release.push(run.schedule_id.clone());
+            }
+            Outcome {
+                applied: Applied::Moved(run.clone()),
+                changed: Some(was_pending.then_some(entry.exclusive)),
+            }
+        }
+    }
+}
+
+/// For a `FAILED` report: the next attempt, a dead letter, or (a run being cancelled)
+/// nothing more.
+fn after_failure(entry: &LockedRun, report: &StatusReport, now: DateTime<Utc>) -> AfterFailure {
+    let run = &entry.run;
+    if report.status != Reported::Failed || run.status == RunStatus::Cancelling {
+        return AfterFailure::Nothing;
+    }
+    if report.retryable == Some(false) {
+        return AfterFailure::DeadLetter;
+    }
+    let attempt = u32::try_from(run.attempt).unwrap_or(1);
+    match entry
+        .failure
+        .retry_policy()
+        .delay_after(attempt, &run.idempotency_key)
+    {
+        Some(wait) => AfterFailure::Retry(
+            now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX),
+        ),
+        None => AfterFailure::DeadLetter,
+    }
+}
+
+/// The attempt a final `SUCCESS` or `FAILED` report ends, as `run_attempts` keeps it.
+fn finished_attempt(
+    run: &Run,
+    report: &StatusReport,
+    now: DateTime<Utc>,
+) -> Option<FinishedAttempt> {
+    let status = match report.status {
+        Reported::Success => RunStatus::Success,
+        Reported::Failed => RunStatus::Failed,
+        _ => return None,
+    };
+    Some(FinishedAttempt {
+        idempotency_key: run.idempotency_key.clone(),
+        attempt: run.attempt,
+        status,
+        error: (status == RunStatus::Failed)
+            .then(|| report.error.clone())
+            .flatten(),
+        executor_id: run
+            .executor_id
+            .clone()
+            .or_else(|| report.executor_id.clone()),
+        run_id: report.run_id.clone().or_else(|| run.run_id.clone()),
+        published_at: run.published_at,
+        started_at: run.started_at,
+        finished_at: now,
+    })
+}
+
+/// The columns a report that applies changes (docs/run_state_machine.md): the new status,
+/// its times, the owner, and for a failure with attempts left the next attempt (a new,
+/// unpublished attempt: its publish, start and owner are cleared).
+fn apply(run: &mut Run, report: &StatusReport, after_failure: AfterFailure, now: DateTime<Utc>) {
+    let reported = report.status;
+    let was = run.status;
+    let retry_at = match after_failure {
+        AfterFailure::Retry(at) if reported == Reported::Failed => Some(at),
+        _ => None,
+    };
+    run.reason = reason(run, reported, was, retry_at);
+    if let Some(status) = moved_to(reported, after_failure) {
+        run.status = status;
+    }
+    if reported == Reported::Failed {
+        run.last_error = report.error.clone().or(run.last_error.take());
+    }
+    if reported == Reported::Failed && after_failure == AfterFailure::DeadLetter {
+        run.dead_lettered_at = Some(now);
+    }
+    run.updated_at = now;
+    if let Some(at) = retry_at {
+        run.attempt += 1;
+        run.fire_at = at;
+        run.started_at = None;
+        run.finished_at = None;
+        run.executor_id = None;
+        run.run_id = None;
+        run.published_at = None;
+        run.stream_seq = None;
+        run.heartbeat_at = None;
+        return;
+    }
+    if reported == Reported::Started {
+        run.started_at = Some(now);
+    } else {
+        run.finished_at = Some(now);
+    }
+    run.executor_id = run
+        .executor_id
+        .take()
+        .or_else(|| report.executor_id.clone());
+    run.run_id = report.run_id.clone().or(run.run_id.take());
+    // A due PENDING run reported on was published by a dispatcher that died before it
+    // recorded the publish: record it now, or its next report would be refused.
+    if was == RunStatus::Pending {
+        run.published_at = run.published_at.or(Some(now));
+    }
+}
+
+/// The run's `reason` after the report.
+fn reason(
+    run: &Run,
+    reported: Reported,
+    was: RunStatus,
+    retry_at: Option<DateTime<Utc>>,
+) -> Option<String> {
+    match (reported, was, retry_at) {
+        (Reported::Success | Reported::Failed, RunStatus::Cancelling, _) => Some(format!(
+            "executor reported {reported} before it stopped the run ({})",
+            run.reason.as_deref().unwrap_or("cancel requested")
+        )),
+        (Reported::Failed, _, Some(at)) => Some(format!(
+            "attempt {} failed; attempt {} at {}",
+            run.attempt,
+            run.attempt + 1,
+            at.format("%Y-%m-%dT%H:%M:%SZ")
+        )),
+        (Reported::Failed, _, None) => Some("executor reported FAILED".into()),
+        (Reported::Cancelled, was, _) if was != RunStatus::Cancelling => {
+            Some("cancelled by the executor".into())
+        }
+        _ => run.reason.clone(),
+    }
+}
