@@ -190,6 +190,12 @@ pub fn routes() -> Vec<Route> {
             Some(Executor),
             post(status::report),
         ),
+        route(
+            Method::POST,
+            "/runs/status",
+            Some(Executor),
+            post(status::report_many),
+        ),
         route(Method::GET, "/runs/{key}", Some(Reader), get(attempts::get)),
         route(
             Method::POST,

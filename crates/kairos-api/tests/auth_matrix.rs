@@ -42,6 +42,7 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("PUT", "/workflows/wf/versions/1", Who::Deployer),
     ("GET", "/workflows/wf/versions/1", Who::AnyRole),
     ("POST", "/runs/k1/status", Who::Executor),
+    ("POST", "/runs/status", Who::Executor),
     ("GET", "/runs/k1", Who::AnyRole),
     ("POST", "/runs/k1/retry", Who::Deployer),
     ("POST", "/runs/k1/cancel", Who::Deployer),
@@ -76,7 +77,7 @@ fn template(path: &str) -> String {
             (Some("ui"), 3 | 4, "s1") => "{id}",
             (Some("workflows"), 2, _) => "{id}",
             (Some("workflows"), 4, _) => "{version}",
-            (Some("runs"), 2, _) => "{key}",
+            (Some("runs"), 2, "k1") => "{key}",
             (Some("calendars"), 2, _) => "{name}",
             _ => part,
         });

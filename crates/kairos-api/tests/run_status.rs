@@ -209,3 +209,99 @@ async fn status_reports_refuse_nul_unknown_and_unpublished_runs() {
     assert_eq!(run.status, kairos_core::RunStatus::Pending, "nothing moved");
     assert_eq!(run.executor_id, None);
 }
+
+/// `POST /runs/status`: one request, one answer per report in order; reports about one run
+/// apply in their order; a broken, unknown or refused report is answered alone (with the
+/// problem the single route would send) and the rest apply.
+#[tokio::test]
+async fn a_batch_of_reports_is_answered_item_by_item() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let nats = NatsServer::start();
+    let api = api(pool.clone(), &nats).await;
+    workflow(&pool).await;
+    for key in ["b-1", "b-2"] {
+        let (status, _, body) = call(
+            &api,
+            Method::POST,
+            "/run-launcher/start",
+            Some(EXECUTOR),
+            Some(start_body(key)),
+        )
+        .await;
+        assert_eq!(
+            (status, body["status"].clone()),
+            (StatusCode::OK, json!("ENQUEUED"))
+        );
+    }
+    let batch = json!([
+        {"idempotency_key": "b-1", "status": "STARTED", "executor_id": "e1"},
+        {"idempotency_key": "b-2", "status": "STARTED", "executor_id": "e2"},
+        {"idempotency_key": "b-1", "status": "SUCCESS", "executor_id": "e1"},
+        {"idempotency_key": "b-2", "status": "SUCCESS", "executor_id": "intruder"},
+        {"idempotency_key": "no-such-run", "status": "STARTED"},
+        {"idempotency_key": "b-2", "status": "DONE"},
+        {"status": "STARTED"}
+    ]);
+    let (status, _, body) = call(
+        &api,
+        Method::POST,
+        "/runs/status",
+        Some(EXECUTOR),
+        Some(batch),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let answers = body.as_array().expect("an array");
+    let codes: Vec<i64> = answers
+        .iter()
+        .map(|a| a["status"].as_i64().expect("a code"))
+        .collect();
+    assert_eq!(codes, [200, 200, 200, 409, 404, 400, 400]);
+    assert_eq!(answers[0]["run"]["status"], json!("STARTED"));
+    assert_eq!(answers[2]["run"]["status"], json!("SUCCESS"));
+    assert_eq!(answers[3]["problem"]["status"], json!(409));
+    assert_eq!(
+        answers[5]["problem"]["errors"][0]["field"],
+        json!("[5].status")
+    );
+    assert_eq!(
+        answers[6]["problem"]["errors"][0]["field"],
+        json!("[6].idempotency_key")
+    );
+    let status_of = |key: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "select status from schedule_runs where idempotency_key = $1",
+            )
+            .bind(key)
+            .fetch_one(&pool)
+            .await
+            .expect("run")
+        }
+    };
+    assert_eq!(status_of("b-1").await, "SUCCESS");
+    assert_eq!(
+        status_of("b-2").await,
+        "STARTED",
+        "the intruder changed nothing"
+    );
+
+    for bad in [
+        json!([]),
+        json!({"status": "STARTED"}),
+        json!(vec![json!({}); 1001]),
+    ] {
+        let (status, _, body) = call(
+            &api,
+            Method::POST,
+            "/runs/status",
+            Some(EXECUTOR),
+            Some(bad),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["errors"][0]["field"], json!("body"));
+    }
+}
