@@ -27,7 +27,7 @@ pub struct Received {
 
 impl Received {
     /// A launch message's run, attempt and planned time, received now.
-    fn parse(payload: &[u8]) -> Option<Received> {
+    pub fn parse(payload: &[u8]) -> Option<Received> {
         let at = Utc::now();
         let body = serde_json::from_slice::<serde_json::Value>(payload).ok()?;
         let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");

@@ -10,7 +10,14 @@
 //! publishing without PostgreSQL; batched PostgreSQL status updates without NATS).
 //!
 //! Modes: `burst` (every schedule on the same tick), `spread` (each schedule on its own
-//! second of the minute), `stored` (a burst with many schedules stored that are not due).
+//! second of the minute), `stored` (a burst with many schedules stored that are not due),
+//! `loop` (a burst, and an executor in the bench's process that reports on every run: the
+//! return path, until each run is final in the database), `intake` (the status intake's
+//! capacity: runs written as published, every report sent at once, the time to apply them).
+
+mod executor;
+mod intake;
+mod loops;
 
 mod consume;
 mod fleet;
@@ -33,6 +40,11 @@ pub enum Mode {
     Spread,
     /// A burst while `--stored` schedules that are not due sit in the table.
     Stored,
+    /// A burst per mark, every run reported on by the bench's executor: the whole loop.
+    Loop,
+    /// `--schedules` runs written as published, `STARTED` and `SUCCESS` sent for each as
+    /// fast as the bench can publish: how many reports a second the intake applies.
+    Intake,
 }
 
 /// The bench's command line.
@@ -83,6 +95,16 @@ pub struct Args {
     /// First HTTP port of the instances (instance i listens on port + i).
     #[arg(long, default_value_t = 18_080)]
     pub port: u16,
+    /// The schedules' overlap policy (`allow`, `skip`, `queue`, ...).
+    #[arg(long, default_value = "allow")]
+    pub overlap: String,
+    /// Mode `loop`: heartbeats the executor sends per run between STARTED and its end.
+    #[arg(long, default_value_t = 0)]
+    pub heartbeats: usize,
+    /// Mode `loop`: share (0 to 1) of first attempts the executor reports FAILED; the
+    /// schedules then allow a second attempt, one second later.
+    #[arg(long, default_value_t = 0.0)]
+    pub fail_share: f64,
     /// Skip the raw-limit measurements.
     #[arg(long)]
     pub no_limits: bool,
@@ -94,6 +116,9 @@ pub struct Args {
 
 impl Args {
     fn check(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.fail_share) {
+            bail!("--fail-share must be between 0 and 1");
+        }
         if self.instances == 0 || self.schedules == 0 || self.marks == 0 {
             bail!("--instances, --schedules and --marks must be at least 1");
         }
@@ -108,7 +133,7 @@ impl Args {
     /// The period between tick marks.
     pub fn period(&self) -> Duration {
         match (self.mode, self.every_s) {
-            (Mode::Burst, Some(every)) => Duration::from_secs(every.into()),
+            (Mode::Burst | Mode::Loop, Some(every)) => Duration::from_secs(every.into()),
             _ => Duration::from_secs(60),
         }
     }
@@ -125,12 +150,40 @@ async fn main() -> Result<()> {
         setup::store_idle_schedules(&scratch.pool, args.stored).await?;
     }
     let mut fleet = fleet::Fleet::start(&args, &scratch).await?;
+    if args.mode == Mode::Intake {
+        let figures = intake::measure(&args, &scratch).await?;
+        let usage = fleet.usage();
+        fleet.shutdown().await;
+        let limits = match args.no_limits {
+            true => None,
+            false => Some(limits::measure(&args, &scratch).await?),
+        };
+        intake::print(&args, &figures, &usage, limits.as_ref());
+        scratch.drop_all().await?;
+        if args.check && figures.unapplied > 0 {
+            bail!(
+                "{} run(s) not SUCCESS after every report was sent",
+                figures.unapplied
+            );
+        }
+        return Ok(());
+    }
     let deploy = setup::deploy(&args, &mut fleet).await?;
-    let consumer = consume::Consumer::start(&args, &scratch).await?;
-    let marks = outcome::await_marks(&args, &scratch, &mut fleet).await?;
+    let (consumer, executor) = match args.mode {
+        Mode::Loop => (
+            None,
+            Some(executor::Executor::start(&args, &scratch).await?),
+        ),
+        _ => (Some(consume::Consumer::start(&args, &scratch).await?), None),
+    };
+    let marks = outcome::await_marks(&args, &scratch, &mut fleet, executor.as_ref()).await?;
     let expected = marks.iter().map(|m| m.expected).sum();
     let (from, to) = (marks[0].from, marks[marks.len() - 1].to);
-    let received = consumer.finish(expected, from, to).await;
+    let received = match (consumer, executor) {
+        (Some(consumer), _) => consumer.finish(expected, from, to).await,
+        (None, Some(executor)) => executor.finish().into_iter().map(|r| r.received).collect(),
+        (None, None) => Vec::new(),
+    };
     let usage = fleet.usage();
     fleet.shutdown().await;
     let (in_stream, published) = consume::stream_matches_database(&scratch).await?;
@@ -140,6 +193,9 @@ async fn main() -> Result<()> {
         Some(limits::measure(&args, &scratch).await?)
     };
     let faults = report::print(&args, &deploy, &marks, &received, &usage, limits.as_ref());
+    if args.mode == Mode::Loop {
+        loops::print(&args, &marks, limits.as_ref().map(|l| l.pg_per_s));
+    }
     println!(
         "launch stream: {in_stream} messages for {published} runs published (all marks, \
          including any before the measured ones)"

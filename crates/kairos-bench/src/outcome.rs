@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
+use crate::executor::Executor;
 use crate::fleet::Fleet;
+use crate::loops::LoopFigures;
 use crate::setup::Scratch;
 use crate::{Args, Mode};
 
@@ -28,6 +30,8 @@ pub struct Mark {
     pub published: i64,
     /// `published_at - run_at` in ms: first, p50, p99, last.
     pub publish_ms: [f64; 4],
+    /// Mode `loop`: the return path.
+    pub loop_figures: Option<LoopFigures>,
 }
 
 /// The windows of this run: `--marks` tick marks at least 5 s from now (burst, stored), or
@@ -50,13 +54,20 @@ fn windows(args: &Args, now: DateTime<Utc>) -> Vec<(DateTime<Utc>, DateTime<Utc>
 }
 
 /// Waits for every window to pass and its runs to be published (or 120 s after it, at
-/// most), then reads what happened. CPU is counted from the start of the wait.
+/// most), then reads what happened; with an `executor` (mode `loop`), also waits for its
+/// reports to be applied, until a second before the next window at most, and reads the
+/// return path. CPU is counted from the start of the wait.
 ///
 /// Nothing is asked of the database before a window's last tick, and after it only whether
 /// a run of the window is still unpublished (one probe of the hot set's partial index), every
 /// second: counting the window's rows while the burst goes out would take CPU from the
 /// system under measurement on a machine that has two cores for all of it.
-pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> Result<Vec<Mark>> {
+pub async fn await_marks(
+    args: &Args,
+    scratch: &Scratch,
+    fleet: &mut Fleet,
+    executor: Option<&Executor>,
+) -> Result<Vec<Mark>> {
     let windows = windows(args, Utc::now());
     fleet.baseline();
     let mut marks = Vec::new();
@@ -76,7 +87,14 @@ pub async fn await_marks(args: &Args, scratch: &Scratch, fleet: &mut Fleet) -> R
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        marks.push(read(scratch, from, to, expected).await?);
+        let mut mark = read(scratch, from, to, expected).await?;
+        if let Some(executor) = executor {
+            let period = TimeDelta::from_std(args.period()).expect("small period");
+            let deadline = from + period - TimeDelta::seconds(1);
+            mark.loop_figures =
+                Some(crate::loops::measure(scratch, executor, &mark, deadline).await?);
+        }
+        marks.push(mark);
     }
     Ok(marks)
 }
@@ -148,5 +166,6 @@ async fn read(
             p99.unwrap_or(nan),
             last.unwrap_or(nan),
         ],
+        loop_figures: None,
     })
 }

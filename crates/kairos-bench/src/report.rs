@@ -38,7 +38,7 @@ fn delivered(mark: &Mark, received: &[Received]) -> Delivered {
 }
 
 /// Nearest-rank percentile of sorted values (NaN when empty).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

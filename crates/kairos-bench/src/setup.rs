@@ -175,13 +175,18 @@ pub async fn deploy(args: &Args, fleet: &mut Fleet) -> Result<Deploy> {
         let last = (first + PER_DEPLOY).min(args.schedules);
         let schedules: Vec<serde_json::Value> = (first..last)
             .map(|i| {
-                serde_json::json!({
+                let mut schedule = serde_json::json!({
                     "schedule_id": format!("bench-{i}"),
                     "user_id": "bench",
                     "cron_expr": spec(args, i),
                     "timezone": "UTC",
-                    "overlap_policy": "allow",
-                })
+                    "overlap_policy": args.overlap,
+                });
+                if args.fail_share > 0.0 {
+                    schedule["max_attempts"] = serde_json::json!(2);
+                    schedule["retry_intervals_s"] = serde_json::json!([1]);
+                }
+                schedule
             })
             .collect();
         let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});

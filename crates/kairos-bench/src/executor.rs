@@ -1,0 +1,172 @@
+//! Mode `loop`: a fast executor in the bench's own process. It pulls every launch message
+//! and reports on `<prefix>.status.<key>` what a real executor would: `STARTED`,
+//! `--heartbeats` × `HEARTBEAT`, then `SUCCESS` (or, for `--fail-share` of first attempts,
+//! `FAILED`, which the schedule retries once). Every publish is a JetStream publish whose
+//! acknowledgement is awaited per chunk, so the executor never runs ahead of the stream. It
+//! notes when it received each launch and when it sent each run's last report.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy};
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+use futures::StreamExt;
+
+use crate::consume::Received;
+use crate::setup::Scratch;
+use crate::Args;
+
+/// The launch stream and the status subject prefix of `kairos serve`'s default config.
+const STREAM: &str = "KAIROS_LAUNCH";
+const STATUS_PREFIX: &str = "kairos.status";
+/// Launch messages handled at once (their reports are published, then their acks awaited).
+const CHUNK: usize = 1_000;
+
+/// What the executor did for one run attempt.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    /// The launch as received.
+    pub received: Received,
+    /// When it sent the attempt's last report (`SUCCESS` or `FAILED`).
+    pub last_report_at: DateTime<Utc>,
+    /// Reports it sent for the attempt.
+    pub reports: usize,
+    /// It reported `FAILED`.
+    pub failed: bool,
+}
+
+/// The executor running in the background.
+#[derive(Debug)]
+pub struct Executor {
+    done: Arc<Mutex<HashMap<(String, u64), Reported>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Executor {
+    /// Attaches a consumer to the launch stream (no acks: a bench run has no redelivery)
+    /// and starts reporting.
+    pub async fn start(args: &Args, scratch: &Scratch) -> Result<Executor> {
+        let client = async_nats::connect(&scratch.nats_url).await?;
+        let js = jetstream::new(client);
+        let stream = js
+            .get_stream(STREAM)
+            .await
+            .context("the launch stream (kairos serve creates it)")?;
+        let consumer = stream
+            .create_consumer(pull::Config {
+                ack_policy: AckPolicy::None,
+                inactive_threshold: Duration::from_secs(600),
+                ..Default::default()
+            })
+            .await?;
+        let done = Arc::new(Mutex::new(HashMap::new()));
+        let sink = done.clone();
+        let plan = Plan {
+            heartbeats: args.heartbeats,
+            fail_per_mille: (args.fail_share * 1000.0).round() as u64,
+        };
+        let task = tokio::spawn(async move {
+            loop {
+                let pulled = consumer
+                    .stream()
+                    .max_messages_per_batch(CHUNK)
+                    .heartbeat(Duration::from_secs(2))
+                    .expires(Duration::from_secs(5))
+                    .messages()
+                    .await;
+                let Ok(messages) = pulled else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                let mut chunks = messages.ready_chunks(CHUNK);
+                while let Some(chunk) = chunks.next().await {
+                    let launches: Vec<Received> = chunk
+                        .into_iter()
+                        .filter_map(|message| message.ok())
+                        .filter_map(|message| Received::parse(&message.payload))
+                        .collect();
+                    let reported = plan.report(&js, launches).await;
+                    let mut done = sink.lock().expect("not poisoned");
+                    for run in reported {
+                        done.insert((run.received.key.clone(), run.received.attempt), run);
+                    }
+                }
+            }
+        });
+        Ok(Executor { done, task })
+    }
+
+    /// Every attempt reported so far.
+    pub fn reported(&self) -> Vec<Reported> {
+        self.done
+            .lock()
+            .expect("not poisoned")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Stops it and returns every attempt reported.
+    pub fn finish(self) -> Vec<Reported> {
+        self.task.abort();
+        self.reported()
+    }
+}
+
+/// What the executor sends for each attempt.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    heartbeats: usize,
+    fail_per_mille: u64,
+}
+
+impl Plan {
+    /// Whether this attempt fails: a fixed share of first attempts, chosen by key.
+    fn fails(self, launch: &Received) -> bool {
+        let digits = launch.key.get(..8).unwrap_or("0");
+        let pick = u64::from_str_radix(digits, 16).unwrap_or(0) % 1000;
+        launch.attempt == 1 && pick < self.fail_per_mille
+    }
+
+    /// Publishes every report of `launches` (in order per run), then awaits every ack.
+    async fn report(self, js: &jetstream::Context, launches: Vec<Received>) -> Vec<Reported> {
+        let mut acks = Vec::with_capacity(launches.len() * (2 + self.heartbeats));
+        let mut reported = Vec::with_capacity(launches.len());
+        for launch in launches {
+            let failed = self.fails(&launch);
+            let subject = format!("{STATUS_PREFIX}.{}", launch.key);
+            let mut bodies = vec!["STARTED"; 1];
+            bodies.extend(std::iter::repeat_n("HEARTBEAT", self.heartbeats));
+            bodies.push(if failed { "FAILED" } else { "SUCCESS" });
+            let reports = bodies.len();
+            for status in bodies {
+                let body = serde_json::json!({
+                    "idempotency_key": launch.key,
+                    "status": status,
+                    "executor_id": "bench-executor",
+                    "attempt": launch.attempt,
+                });
+                let payload = serde_json::to_vec(&body).expect("json").into();
+                match js.publish(subject.clone(), payload).await {
+                    Ok(ack) => acks.push(ack),
+                    Err(err) => eprintln!("bench executor: publish failed: {err}"),
+                }
+            }
+            reported.push(Reported {
+                received: launch,
+                last_report_at: Utc::now(),
+                reports,
+                failed,
+            });
+        }
+        for ack in join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
+            if let Err(err) = ack {
+                eprintln!("bench executor: a report was not stored: {err}");
+            }
+        }
+        reported
+    }
+}

@@ -1,0 +1,182 @@
+//! Mode `loop`: what happens after the launch. Once a mark's runs are published, waits until
+//! the executor's reports are applied (every run of the mark final) or the next mark is a
+//! second away, then reads: the executor's last report, when the intake applied each run's
+//! last report (`finished_at`, the database's clock) against when the executor sent it,
+//! reports applied per second, the status stream's backlog, and the ticks `SKIPPED`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use async_nats::jetstream;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::executor::{Executor, Reported};
+use crate::outcome::Mark;
+use crate::report::percentile;
+use crate::setup::Scratch;
+use crate::Args;
+
+/// The status stream of `kairos serve`'s default config.
+const STATUS_STREAM: &str = "KAIROS_STATUS";
+
+/// The return path of one mark.
+#[derive(Debug, Clone)]
+pub struct LoopFigures {
+    /// Runs `SUCCESS` in the database.
+    pub success: usize,
+    /// Runs `SKIPPED` (overlap `skip`: a run of the schedule was still in flight).
+    pub skipped: usize,
+    /// Runs neither final nor skipped when measured.
+    pub unfinished: usize,
+    /// Attempts the executor reported `FAILED` (each retried once).
+    pub failed_attempts: usize,
+    /// The executor's last report, ms after the tick.
+    pub last_report_ms: f64,
+    /// Applied minus sent, per run, ms: p50, p99, last.
+    pub lag_ms: [f64; 3],
+    /// The last report applied, ms after the tick.
+    pub last_applied_ms: f64,
+    /// Reports applied per second over the mark (sent reports / first receipt to last
+    /// applied).
+    pub per_s: f64,
+    /// Messages waiting in the status stream when measured.
+    pub backlog: u64,
+}
+
+/// Waits for `mark`'s reports to be applied, at most until `deadline`, then reads them.
+pub async fn measure(
+    scratch: &Scratch,
+    executor: &Executor,
+    mark: &Mark,
+    deadline: DateTime<Utc>,
+) -> Result<LoopFigures> {
+    while Utc::now() < deadline && unfinished(scratch, mark).await? {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let backlog = backlog(scratch).await?;
+    let rows: Vec<(String, String, Option<DateTime<Utc>>)> = sqlx::query_as(
+        "select idempotency_key, status, finished_at from schedule_runs \
+         where source = 'schedule' and run_at between $1 and $2",
+    )
+    .bind(mark.from)
+    .bind(mark.to)
+    .fetch_all(&scratch.pool)
+    .await?;
+    let mut last_attempt: HashMap<String, Reported> = HashMap::new();
+    let mut reports = 0usize;
+    let mut failed_attempts = 0usize;
+    let mut first_received: Option<DateTime<Utc>> = None;
+    for run in executor.reported() {
+        let received = &run.received;
+        if received.scheduled_for < mark.from || received.scheduled_for > mark.to {
+            continue;
+        }
+        reports += run.reports;
+        failed_attempts += usize::from(run.failed);
+        first_received = Some(first_received.map_or(received.at, |at| at.min(received.at)));
+        let newer = last_attempt
+            .get(&received.key)
+            .is_none_or(|seen| seen.received.attempt < received.attempt);
+        if newer {
+            last_attempt.insert(received.key.clone(), run);
+        }
+    }
+    let tick = mark.from;
+    let ms = |delta: TimeDelta| delta.num_microseconds().unwrap_or(0) as f64 / 1000.0;
+    let mut lags = Vec::new();
+    let (mut success, mut skipped, mut unfinished) = (0, 0, 0);
+    let mut last_applied: Option<DateTime<Utc>> = None;
+    for (key, status, finished_at) in &rows {
+        match status.as_str() {
+            "SUCCESS" => success += 1,
+            "SKIPPED" => skipped += 1,
+            "FAILED" | "TIMED_OUT" | "CANCELLED" => {}
+            _ => unfinished += 1,
+        }
+        let (Some(finished_at), Some(sent)) = (finished_at, last_attempt.get(key)) else {
+            continue;
+        };
+        lags.push(ms(*finished_at - sent.last_report_at));
+        last_applied = Some(last_applied.map_or(*finished_at, |at| at.max(*finished_at)));
+    }
+    lags.sort_by(f64::total_cmp);
+    let last_report = last_attempt.values().map(|r| r.last_report_at).max();
+    let nan = f64::NAN;
+    let per_s = match (first_received, last_applied) {
+        (Some(first), Some(last)) if last > first => reports as f64 / (ms(last - first) / 1000.0),
+        _ => nan,
+    };
+    Ok(LoopFigures {
+        success,
+        skipped,
+        unfinished,
+        failed_attempts,
+        last_report_ms: last_report.map_or(nan, |at| ms(at - tick)),
+        lag_ms: [
+            percentile(&lags, 0.50),
+            percentile(&lags, 0.99),
+            lags.last().copied().unwrap_or(nan),
+        ],
+        last_applied_ms: last_applied.map_or(nan, |at| ms(at - tick)),
+        per_s,
+        backlog,
+    })
+}
+
+/// Whether a run of the mark still waits for a report (or for its launch).
+async fn unfinished(scratch: &Scratch, mark: &Mark) -> Result<bool> {
+    Ok(sqlx::query_scalar(
+        "select exists (select 1 from schedule_runs \
+         where status in ('PENDING', 'ENQUEUED', 'STARTED', 'RETRYING') \
+           and run_at between $1 and $2)",
+    )
+    .bind(mark.from)
+    .bind(mark.to)
+    .fetch_one(&scratch.pool)
+    .await?)
+}
+
+/// Status messages not yet acknowledged by kairos.
+async fn backlog(scratch: &Scratch) -> Result<u64> {
+    let client = async_nats::connect(&scratch.nats_url).await?;
+    let mut stream = jetstream::new(client).get_stream(STATUS_STREAM).await?;
+    Ok(stream.info().await?.state.messages)
+}
+
+/// Prints the return path's table.
+pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>) {
+    println!(
+        "return path ({} heartbeat(s) per run, {:.1}% of first attempts FAILED, overlap {}):",
+        args.heartbeats,
+        args.fail_share * 100.0,
+        args.overlap
+    );
+    println!(
+        "{:<19} {:>8} {:>8} {:>6} {:>7} | last report ms | applied - sent ms: {:>6} {:>6} {:>7} | last applied ms | reports/s | backlog",
+        "ticks", "success", "skipped", "open", "failed", "p50", "p99", "last"
+    );
+    let mut rates = Vec::new();
+    for mark in marks {
+        let Some(l) = &mark.loop_figures else {
+            continue;
+        };
+        let [p50, p99, last] = l.lag_ms;
+        println!(
+            "{:<19} {:>8} {:>8} {:>6} {:>7} | {:>14.0} |                    {p50:>6.0} {p99:>6.0} {last:>7.0} | {:>15.0} | {:>9.0} | {:>7}",
+            mark.label, l.success, l.skipped, l.unfinished, l.failed_attempts, l.last_report_ms, l.last_applied_ms,
+            l.per_s, l.backlog
+        );
+        if l.per_s.is_finite() {
+            rates.push(l.per_s);
+        }
+    }
+    if let (Some(limit), false) = (pg_per_s, rates.is_empty()) {
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        println!(
+            "kairos status intake {mean:.0} reports/s (mean over the marks) = {:.0}% of the raw \
+             PostgreSQL limit ({limit:.0} set-based status updates/s)",
+            100.0 * mean / limit
+        );
+    }
+}
