@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::fold::{fold, Answer, Item};
 use super::Error;
+use crate::crash::crash_point;
 use crate::metrics;
 
 /// Most reports in one transaction.
@@ -179,7 +180,9 @@ async fn apply_once(pool: &PgPool, items: &[Item]) -> Result<Vec<Answer>, kairos
     let mut locked = status::lock(&mut tx, &keys, None).await?;
     let folded = fold(&mut locked, items);
     status::write(&mut tx, &folded.writes, locked.now).await?;
+    crash_point("intake_before_commit");
     tx.commit().await?;
+    crash_point("intake_after_commit");
     metrics::status_batch(items.len(), timer.elapsed());
     Ok(folded.answers)
 }
