@@ -24,6 +24,9 @@ const STREAM: &str = "KAIROS_LAUNCH";
 const STATUS_PREFIX: &str = "kairos.status";
 /// Launch messages handled at once (their reports are published, then their acks awaited).
 const CHUNK: usize = 1_000;
+/// Acknowledgements awaited at once: below the client's limit of 5,000 (past it a publish
+/// waits for an acknowledgement that nobody awaits yet).
+const ACKS_AT_ONCE: usize = 4_000;
 
 /// What the executor did for one run attempt.
 #[derive(Debug, Clone)]
@@ -154,6 +157,9 @@ impl Plan {
                     Ok(ack) => acks.push(ack),
                     Err(err) => eprintln!("bench executor: publish failed: {err}"),
                 }
+                if acks.len() >= ACKS_AT_ONCE {
+                    await_acks(std::mem::take(&mut acks)).await;
+                }
             }
             reported.push(Reported {
                 received: launch,
@@ -162,11 +168,15 @@ impl Plan {
                 failed,
             });
         }
-        for ack in join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
-            if let Err(err) = ack {
-                eprintln!("bench executor: a report was not stored: {err}");
-            }
-        }
+        await_acks(acks).await;
         reported
+    }
+}
+
+async fn await_acks(acks: Vec<jetstream::context::PublishAckFuture>) {
+    for ack in join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
+        if let Err(err) = ack {
+            eprintln!("bench executor: a report was not stored: {err}");
+        }
     }
 }

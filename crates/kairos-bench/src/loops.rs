@@ -144,8 +144,55 @@ async fn backlog(scratch: &Scratch) -> Result<u64> {
     Ok(stream.info().await?.state.messages)
 }
 
+/// The status batches of every instance, from their `/metrics`: batches, reports and
+/// seconds in them (summed over the instances).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Batches {
+    /// Batches recorded.
+    pub count: f64,
+    /// Reports in them.
+    pub reports: f64,
+    /// Seconds they took (lock, decide, write, commit).
+    pub seconds: f64,
+}
+
+/// Reads [`Batches`] from the instances at `urls`.
+pub async fn batches(urls: &[String]) -> Batches {
+    let client = reqwest::Client::new();
+    let mut total = Batches::default();
+    for url in urls {
+        let Ok(answer) = client.get(format!("{url}/metrics")).send().await else {
+            continue;
+        };
+        let Ok(text) = answer.text().await else { continue };
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        total.count += value("kairos_status_batch_reports_count ");
+        total.reports += value("kairos_status_batch_reports_sum ");
+        total.seconds += value("kairos_status_batch_duration_seconds_sum ");
+    }
+    total
+}
+
+/// Prints what the instances' status batches were like.
+pub fn print_batches(batches: Batches) {
+    if batches.count > 0.0 {
+        println!(
+            "status batches over the run, all instances: {:.0} batches, {:.0} reports per \
+             batch, {:.1} ms per batch, {:.0} reports/s while a batch was being written",
+            batches.count,
+            batches.reports / batches.count,
+            1000.0 * batches.seconds / batches.count,
+            batches.reports / batches.seconds
+        );
+    }
+}
+
 /// Prints the return path's table.
-pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>) {
+pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>, batches: Batches) {
     println!(
         "return path ({} heartbeat(s) per run, {:.1}% of first attempts FAILED, overlap {}):",
         args.heartbeats,
@@ -171,6 +218,7 @@ pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>) {
             rates.push(l.per_s);
         }
     }
+    print_batches(batches);
     if let (Some(limit), false) = (pg_per_s, rates.is_empty()) {
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;
         println!(

@@ -153,12 +153,15 @@ async fn main() -> Result<()> {
     if args.mode == Mode::Intake {
         let figures = intake::measure(&args, &scratch).await?;
         let usage = fleet.usage();
+        let urls: Vec<String> = (0..args.instances).map(|i| fleet.base_url(i)).collect();
+        let batches = loops::batches(&urls).await;
         fleet.shutdown().await;
         let limits = match args.no_limits {
             true => None,
             false => Some(limits::measure(&args, &scratch).await?),
         };
         intake::print(&args, &figures, &usage, limits.as_ref());
+        loops::print_batches(batches);
         scratch.drop_all().await?;
         if args.check && figures.unapplied > 0 {
             bail!(
@@ -185,6 +188,8 @@ async fn main() -> Result<()> {
         (None, None) => Vec::new(),
     };
     let usage = fleet.usage();
+    let urls: Vec<String> = (0..args.instances).map(|i| fleet.base_url(i)).collect();
+    let batches = loops::batches(&urls).await;
     fleet.shutdown().await;
     let (in_stream, published) = consume::stream_matches_database(&scratch).await?;
     let limits = if args.no_limits {
@@ -194,7 +199,7 @@ async fn main() -> Result<()> {
     };
     let faults = report::print(&args, &deploy, &marks, &received, &usage, limits.as_ref());
     if args.mode == Mode::Loop {
-        loops::print(&args, &marks, limits.as_ref().map(|l| l.pg_per_s));
+        loops::print(&args, &marks, limits.as_ref().map(|l| l.pg_per_s), batches);
     }
     println!(
         "launch stream: {in_stream} messages for {published} runs published (all marks, \

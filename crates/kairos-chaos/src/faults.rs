@@ -1,6 +1,9 @@
 //! The faults of a run and when they happen. Over `duration`, side by side:
 //!
 //! - kill -9 of a random running instance every `kill_every`, started again 0.5–2 s later;
+//! - instance 1 aborted in the middle of applying a batch of status reports, at 40 % of the
+//!   run before the batch's commit and at 80 % after it (crash points `intake_before_commit`,
+//!   `intake_after_commit`), then started again;
 //! - SIGSTOP of instance 0 at 5 % of the run for `stop_for` (longer than every timeout a
 //!   kairos session or claim has), then SIGCONT;
 //! - nats-server killed at 25 % of the run and started again `nats_for` later on the same
@@ -58,6 +61,9 @@ pub struct Outage {
 pub struct Tally {
     /// kill -9 count.
     pub kills: usize,
+    /// Aborts in the middle of applying a batch of status reports (before, then after its
+    /// commit).
+    pub intake_kills: usize,
     /// SIGSTOP count.
     pub stops: usize,
     /// The stopped instance's time from SIGCONT to `/readyz` 200.
@@ -116,6 +122,12 @@ pub async fn run(plan: &Plan, targets: &Targets) -> Tally {
             tally.clone(),
             at(0.6),
         )),
+        tokio::spawn(intake_kills(
+            targets.clone(),
+            gate.clone(),
+            tally.clone(),
+            [at(0.4), at(0.8)],
+        )),
     ];
     for task in tasks {
         if let Err(err) = task.await {
@@ -152,6 +164,26 @@ async fn kills(
         match fleet.kill_and_restart(i, down).await {
             Ok(()) => tally.lock().expect("not poisoned").kills += 1,
             Err(err) => note(&tally, format!("after kill -9: {err:#}")),
+        }
+    }
+}
+
+/// At each of `when`, instance 1 is started with a crash point in the status intake: it
+/// aborts in the middle of its first batch, before its commit the first time and after it
+/// (before the acknowledgements) the second time, and is then started normally.
+async fn intake_kills(
+    targets: Targets,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    tally: Arc<Mutex<Tally>>,
+    when: [Instant; 2],
+) {
+    let points = ["intake_before_commit", "intake_after_commit"];
+    for (at, point) in when.into_iter().zip(points) {
+        tokio::time::sleep_until(at.into()).await;
+        let _turn = gate.lock().await;
+        match targets.fleet.crash_at(1, point).await {
+            Ok(()) => tally.lock().expect("not poisoned").intake_kills += 1,
+            Err(err) => note(&tally, format!("intake kill at {point}: {err:#}")),
         }
     }
 }

@@ -106,6 +106,11 @@ impl Fleet {
     }
 
     fn spawn(&self, i: usize) -> Result<()> {
+        self.spawn_with(i, None)
+    }
+
+    /// Starts instance `i`, aborting at the crash point `crash_at` when given.
+    fn spawn_with(&self, i: usize, crash_at: Option<&str>) -> Result<()> {
         let log = std::fs::File::options()
             .create(true)
             .append(true)
@@ -122,6 +127,9 @@ impl Fleet {
             .stdout(log.try_clone()?)
             .stderr(log)
             .kill_on_drop(true);
+        if let Some(point) = crash_at {
+            command.env("KAIROS_CRASH_AT", point);
+        }
         if let Some(skew) = &self.setup.skews[i] {
             command
                 .env("LD_PRELOAD", &self.setup.libfaketime)
@@ -147,6 +155,36 @@ impl Fleet {
             child.wait().await?;
         }
         tokio::time::sleep(down).await;
+        self.spawn(i)?;
+        self.wait_ready(i, Duration::from_secs(60)).await
+    }
+
+    /// Kills instance `i`, starts it with the crash point `point` (it aborts, as `kill -9`
+    /// would, when it reaches it: in the middle of applying a batch of status reports), waits
+    /// for that abort (60 s at most, else an error), then starts it normally and returns once
+    /// it answers `/readyz`.
+    pub async fn crash_at(&self, i: usize, point: &str) -> Result<()> {
+        let child = self.instances.lock().expect("not poisoned")[i].child.take();
+        if let Some(mut child) = child {
+            child.start_kill()?;
+            child.wait().await?;
+        }
+        self.spawn_with(i, Some(point))?;
+        let child = self.instances.lock().expect("not poisoned")[i].child.take();
+        let Some(mut child) = child else {
+            anyhow::bail!("instance {i} did not start");
+        };
+        match tokio::time::timeout(Duration::from_secs(60), child.wait()).await {
+            Ok(status) => {
+                if status?.success() {
+                    anyhow::bail!("instance {i} exited cleanly instead of aborting at {point}");
+                }
+            }
+            Err(_) => {
+                let _ = child.start_kill();
+                anyhow::bail!("instance {i} did not reach the crash point {point} within 60 s");
+            }
+        }
         self.spawn(i)?;
         self.wait_ready(i, Duration::from_secs(60)).await
     }

@@ -53,7 +53,7 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
         .collect();
     let passed = findings.lost == 0 && findings.doubled == 0 && findings.stuck == 0 && recovered;
     println!(
-        "chaos: {} | ticks checked {} ({} schedules x {} s of faults) | kills {} | stops {} \
+        "chaos: {} | ticks checked {} ({} schedules x {} s of faults) | kills {} | intake kills {} | stops {} \
          (back in {}) | outages {} ({}) | lost {} | doubled {} | stuck {} | max recovery \
          {:.1}s | launches received {} in a stream of {} | runs re-published {} (new id after a \
          stream loss {}) | not SUCCESS [{}] \
@@ -63,6 +63,7 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
         run.schedules,
         run.duration.as_secs(),
         tally.kills,
+        tally.intake_kills,
         tally.stops,
         tally
             .stop_recovery

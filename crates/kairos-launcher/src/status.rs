@@ -52,8 +52,10 @@ pub enum Disposition {
 /// Most messages handed to the handler at once.
 pub const MAX_CHUNK: usize = 1_000;
 /// Chunks the consumer hands over before it waits for the handler's answers: the next ones
-/// are pulled and decoded while earlier ones are recorded.
-pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// are pulled and decoded while earlier ones are recorded. A chunk holds what had arrived
+/// when it was taken, often a few dozen messages, so this is what lets the handler gather
+/// batches of thousands under load.
+pub const CHUNKS_IN_FLIGHT: usize = 32;
 /// Messages one pull request asks for.
 const PULL_BATCH: usize = 1_000;
 /// Unacknowledged messages the server lets the consumer have, over every instance: enough

@@ -5,8 +5,9 @@
 //! order (`fold`), write the changes (one statement per kind), commit, then answer each
 //! caller. No report waits for a timer: an idle intake applies a lone report at once.
 //!
-//! - A run another transaction holds is not waited for; its reports go first into a later
-//!   batch, after [`BUSY_RETRY`].
+//! - A run another transaction holds is not waited for; its reports are tried again in a
+//!   later batch, after [`BUSY_RETRY`] (doubling while it stays held, at most
+//!   [`BUSY_RETRY_MAX`]), and later reports about it wait behind them.
 //! - A batch that fails as a whole is rolled back and tried again ([`TRIES`], with
 //!   back-off). When the server keeps refusing a statement of it (a constraint a report
 //!   ran into), it is split in halves until the report that causes it fails alone; a
@@ -15,9 +16,9 @@
 //! - Back-pressure: at most [`MAX_WAITING`] reports wait; callers then wait to hand theirs
 //!   in.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kairos_store::status::{self, Applied};
 use kairos_store::{PgPool, Tx};
@@ -32,8 +33,12 @@ use crate::metrics;
 pub const MAX_BATCH: usize = 5_000;
 /// Most reports waiting for the applier before callers wait to hand theirs in.
 pub const MAX_WAITING: usize = 20_000;
-/// How long reports about a run another transaction holds wait before they are tried again.
+/// How long reports about a run another transaction holds wait before they are tried again
+/// (doubled at every try that finds it still held).
 pub const BUSY_RETRY: Duration = Duration::from_millis(20);
+/// The longest wait between two tries of a held run (a dispatcher's round holds its runs
+/// until it commits, a few seconds after a burst's tick at most).
+pub const BUSY_RETRY_MAX: Duration = Duration::from_millis(500);
 /// Tries of a whole batch before it is split (or, when the connection is the trouble,
 /// failed).
 pub const TRIES: u32 = 3;
@@ -89,27 +94,111 @@ impl Applier {
     }
 }
 
-/// The loop: one batch at a time, reports about busy runs first in the next one.
+/// The loop: one batch at a time, of the reports waiting and those about held runs whose
+/// next try has come.
 async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
-    let mut carried: VecDeque<Job> = VecDeque::new();
+    let mut held = Held::default();
+    let mut open = true;
     loop {
-        let mut batch: Vec<Job> = carried.drain(..).collect();
+        let mut batch = held.due(Instant::now());
         if batch.is_empty() {
-            match waiting.recv().await {
-                Some(job) => batch.push(job),
-                None => return,
+            tokio::select! {
+                job = waiting.recv(), if open => match job {
+                    Some(job) => held.admit(job, &mut batch),
+                    None => open = false,
+                },
+                () = held.next_try() => {}
             }
-        } else {
-            // Their runs were held a moment ago: give the holder time to commit.
-            tokio::time::sleep(BUSY_RETRY).await;
+            if !open && held.is_empty() {
+                return;
+            }
         }
         while batch.len() < MAX_BATCH {
             match waiting.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(job) => held.admit(job, &mut batch),
                 Err(_) => break,
             }
         }
-        carried = apply_batch(&pool, batch).await;
+        if !batch.is_empty() {
+            let busy = apply_batch(&pool, batch).await;
+            held.hold(busy, Instant::now());
+        }
+    }
+}
+
+/// Reports about runs another transaction held, by run, each run's in their order, with
+/// when to try them again: after [`BUSY_RETRY`], doubling on every try that finds the run
+/// still held, up to [`BUSY_RETRY_MAX`]. A report about a held run that arrives meanwhile
+/// waits behind the ones before it, so a run's reports still apply in their order.
+#[derive(Debug, Default)]
+struct Held {
+    runs: HashMap<String, HeldRun>,
+    /// Tries so far of the runs taken by the last `due`, for the back-off of those that
+    /// come back busy.
+    retried: HashMap<String, u32>,
+}
+
+#[derive(Debug)]
+struct HeldRun {
+    next_try: Instant,
+    tries: u32,
+    jobs: Vec<Job>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Into `batch`, unless reports about its run are held: then behind them.
+    fn admit(&mut self, job: Job, batch: &mut Vec<Job>) {
+        match self.runs.get_mut(&job.item.key) {
+            Some(run) => run.jobs.push(job),
+            None => batch.push(job),
+        }
+    }
+
+    /// Takes the reports whose next try has come.
+    fn due(&mut self, now: Instant) -> Vec<Job> {
+        let keys: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|(_, run)| run.next_try <= now)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut batch = Vec::new();
+        for key in keys {
+            if let Some(run) = self.runs.remove(&key) {
+                self.retried.insert(key, run.tries);
+                batch.extend(run.jobs);
+            }
+        }
+        batch
+    }
+
+    /// Holds `busy` (in their order) until their next try.
+    fn hold(&mut self, busy: VecDeque<Job>, now: Instant) {
+        let retried = std::mem::take(&mut self.retried);
+        for job in busy {
+            let tries = retried.get(&job.item.key).copied().unwrap_or(0) + 1;
+            let run = self.runs.entry(job.item.key.clone()).or_insert_with(|| {
+                let wait = BUSY_RETRY.saturating_mul(1 << tries.min(16).saturating_sub(1));
+                HeldRun {
+                    next_try: now + wait.min(BUSY_RETRY_MAX),
+                    tries,
+                    jobs: Vec::new(),
+                }
+            });
+            run.jobs.push(job);
+        }
+    }
+
+    /// Resolves when the earliest held run's next try comes (never, when none is held).
+    async fn next_try(&self) {
+        match self.runs.values().map(|run| run.next_try).min() {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
+            None => std::future::pending().await,
+        }
     }
 }
 
