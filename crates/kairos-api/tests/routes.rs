@@ -304,6 +304,68 @@ async fn preview_answers_fire_times_and_stores_nothing() {
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
 }
 
+#[tokio::test]
+async fn weekday_names_preview_and_upsert() {
+    // `W` in `WED` was once read as the nearest-weekday modifier and refused.
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    // NOW is Sunday 2026-03-08. Wednesday midnight in Berlin is 23:00Z the day before
+    // (CET) until the clocks go forward on the 29th, then 22:00Z (CEST).
+    let body =
+        json!({"cron_expr": "0 0 * * WED", "timezone": "Europe/Berlin", "count": 4, "after": NOW});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/preview",
+        Some(READER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["fire_times"],
+        json!([
+            "2026-03-10T23:00:00Z",
+            "2026-03-17T23:00:00Z",
+            "2026-03-24T23:00:00Z",
+            "2026-03-31T22:00:00Z"
+        ])
+    );
+    let mut upsert = seed_body();
+    upsert["cron_expr"] = json!("0 0 * * mon-WED");
+    upsert["timezone"] = json!("UTC");
+    let (status, _, body) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(upsert),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["next_run_at"], json!("2026-03-09T00:00:00Z"));
+    let (status, _, body) = call(
+        &api,
+        Method::GET,
+        "/schedules/nightly-report",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["preview"],
+        json!([
+            "2026-03-09T00:00:00Z",
+            "2026-03-10T00:00:00Z",
+            "2026-03-11T00:00:00Z",
+            "2026-03-16T00:00:00Z",
+            "2026-03-17T00:00:00Z"
+        ])
+    );
+}
+
 fn dag() -> Value {
     json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]})
 }

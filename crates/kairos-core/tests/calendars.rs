@@ -161,3 +161,107 @@ fn an_exclusion_of_every_tick_ends_the_search_promptly() {
     assert_eq!(times.next_after(at("2026-01-01T00:00:00Z")), None);
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[test]
+fn names_in_cron_exclusions_are_read_as_names() {
+    // An exclusion goes through the schedule's own cron reading, so `WED`, `JUL` (with its
+    // `L`) and `WED#2` mean what they do in a spec; each case lists the ticks left.
+    let ticks = |expr: &str, exclude: &str, after: &str, n: usize| -> Vec<String> {
+        timetable(expr, "UTC", &[exclude])
+            .ticks_after(at(after))
+            .take(n)
+            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+            .collect()
+    };
+    let noon =
+        |dates: &[&str]| -> Vec<String> { dates.iter().map(|d| format!("{d} 12:00")).collect() };
+    // 2026-01-01 is a Thursday; the 7th is its first Wednesday, the 14th its second.
+    let table: [(&str, &str, &str, Vec<String>); 6] = [
+        (
+            "0 12 * * *",
+            "* * * * WED",
+            "2026-01-01T00:00:00Z",
+            noon(&[
+                "2026-01-01",
+                "2026-01-02",
+                "2026-01-03",
+                "2026-01-04",
+                "2026-01-05",
+                "2026-01-06",
+                "2026-01-08",
+            ]),
+        ),
+        (
+            "0 12 * * *",
+            "* * * * mon-Wed",
+            "2026-01-01T00:00:00Z",
+            noon(&[
+                "2026-01-01",
+                "2026-01-02",
+                "2026-01-03",
+                "2026-01-04",
+                "2026-01-08",
+            ]),
+        ),
+        (
+            "0 12 * * *",
+            "* * * * WED#2",
+            "2026-01-12T00:00:00Z",
+            noon(&[
+                "2026-01-12",
+                "2026-01-13",
+                "2026-01-15",
+                "2026-01-16",
+                "2026-01-17",
+            ]),
+        ),
+        (
+            "0 12 30 * *",
+            "* * * JUL *",
+            "2026-05-01T00:00:00Z",
+            noon(&["2026-05-30", "2026-06-30", "2026-08-30", "2026-09-30"]),
+        ),
+        (
+            "0 12 30 * *",
+            "* * * jul-AUG ?",
+            "2026-05-01T00:00:00Z",
+            noon(&["2026-05-30", "2026-06-30", "2026-09-30", "2026-10-30"]),
+        ),
+        (
+            // A time-of-day entry: only midnight of the second Wednesday of July goes.
+            "0 0 * * WED",
+            "0 0 * JUL WED#2",
+            "2026-06-30T00:00:00Z",
+            vec![
+                "2026-07-01 00:00".to_string(),
+                "2026-07-15 00:00".to_string(),
+                "2026-07-22 00:00".to_string(),
+            ],
+        ),
+    ];
+    for (expr, exclude, after, expected) in table {
+        assert_eq!(
+            ticks(expr, exclude, after, expected.len()),
+            expected,
+            "{expr} excluding {exclude}"
+        );
+    }
+    for entry in ["* * * * WED", "* * * JUL *", "* * ? * WED#2"] {
+        let parsed = Exclusion::parse(entry).expect("entry");
+        assert!(parsed.whole_days(), "{entry} excludes whole dates");
+    }
+    assert!(!Exclusion::parse("0 0 * JUL WED#2")
+        .expect("entry")
+        .whole_days());
+    // The same refusals as in a spec, with the same rule.
+    for (entry, rule) in [
+        ("* * * * WEDL", "3L = last Wednesday"),
+        ("* * * * 5W", "'W' belongs in day-of-month"),
+    ] {
+        let err = Exclusion::parse(entry).expect_err(entry);
+        assert!(
+            matches!(err, ExclusionError::Cron { .. }) && err.to_string().contains(rule),
+            "{entry}: {err}"
+        );
+    }
+}

@@ -108,6 +108,200 @@ fn nth_and_last_weekdays() {
     );
 }
 
+/// Midnight (UTC) of each date, as `next3` prints it.
+fn midnights(dates: [&str; 3]) -> Vec<String> {
+    dates.iter().map(|d| format!("{d}T00:00:00Z")).collect()
+}
+
+#[test]
+fn weekday_names_work_in_every_position() {
+    // 2025-01-01 is a Wednesday; ticks are strictly after its midnight.
+    let after = "2025-01-01T00:00:00Z";
+    let wednesdays = ["2025-01-08", "2025-01-15", "2025-01-22"];
+    let table: [(&str, [&str; 3]); 32] = [
+        // Alone, in any case, with `?` or `+` beside it, in 5, 6 and 7 fields.
+        ("0 0 * * WED", wednesdays),
+        ("0 0 * * wed", wednesdays),
+        ("0 0 * * Wed", wednesdays),
+        ("0 0 * * 3", wednesdays),
+        ("0 0 ? * WED", wednesdays),
+        ("0 0 * * +WED", wednesdays),
+        ("0 0 0 * * WED", wednesdays),
+        ("0 0 0 ? * wed", wednesdays),
+        ("0 0 0 * * WED 2025", wednesdays),
+        (
+            "0 0 0 ? * WED 2026",
+            ["2026-01-07", "2026-01-14", "2026-01-21"],
+        ),
+        // Lists and ranges, the name first, last or in the middle.
+        (
+            "0 0 * * MON,WED",
+            ["2025-01-06", "2025-01-08", "2025-01-13"],
+        ),
+        (
+            "0 0 * * TUE,WED",
+            ["2025-01-07", "2025-01-08", "2025-01-14"],
+        ),
+        ("0 0 * * WED,1", ["2025-01-06", "2025-01-08", "2025-01-13"]),
+        (
+            "0 0 * * MON-WED",
+            ["2025-01-06", "2025-01-07", "2025-01-08"],
+        ),
+        (
+            "0 0 * * WED-FRI",
+            ["2025-01-02", "2025-01-03", "2025-01-08"],
+        ),
+        ("0 0 * * wed-5", ["2025-01-02", "2025-01-03", "2025-01-08"]),
+        (
+            "0 0 0 ? * mon-Wed",
+            ["2025-01-06", "2025-01-07", "2025-01-08"],
+        ),
+        (
+            "0 0 0 * * TUE,WED 2025",
+            ["2025-01-07", "2025-01-08", "2025-01-14"],
+        ),
+        // Steps over a named range.
+        (
+            "0 0 * * MON-FRI/2",
+            ["2025-01-03", "2025-01-06", "2025-01-08"],
+        ),
+        (
+            "0 0 * * WED-SAT/2",
+            ["2025-01-03", "2025-01-08", "2025-01-10"],
+        ),
+        // The n-th and the last weekday of the month, named or numbered.
+        ("0 0 * * WED#2", ["2025-01-08", "2025-02-12", "2025-03-12"]),
+        ("0 0 ? * wed#2", ["2025-01-08", "2025-02-12", "2025-03-12"]),
+        (
+            "0 0 0 * * WED#2 2025",
+            ["2025-01-08", "2025-02-12", "2025-03-12"],
+        ),
+        ("0 0 * * WED#L", ["2025-01-29", "2025-02-26", "2025-03-26"]),
+        ("0 0 * * 3L", ["2025-01-29", "2025-02-26", "2025-03-26"]),
+        ("0 0 0 ? * 3L", ["2025-01-29", "2025-02-26", "2025-03-26"]),
+        // Both day fields: either matches (Vixie), or both with `+`.
+        ("0 0 10 * WED", ["2025-01-08", "2025-01-10", "2025-01-15"]),
+        ("0 0 13 * +WED", ["2025-08-13", "2026-05-13", "2027-01-13"]),
+        // Sunday ends a range as 7, but a range from Sunday to Sunday is Sunday.
+        (
+            "0 0 * * SAT-SUN",
+            ["2025-01-04", "2025-01-05", "2025-01-11"],
+        ),
+        (
+            "0 0 * * SUN-SUN",
+            ["2025-01-05", "2025-01-12", "2025-01-19"],
+        ),
+        (
+            "0 0 * * MON-MON",
+            ["2025-01-06", "2025-01-13", "2025-01-20"],
+        ),
+        (
+            "0 0 * * SUN-SAT/3",
+            ["2025-01-04", "2025-01-05", "2025-01-08"],
+        ),
+    ];
+    for (expr, dates) in table {
+        assert_eq!(next3(expr, "UTC", after), midnights(dates), "{expr}");
+    }
+    // Seconds next to a name: the first tick is on the starting Wednesday itself.
+    assert_eq!(
+        next3("30 0 0 ? * MON-WED", "UTC", after),
+        [
+            "2025-01-01T00:00:30Z",
+            "2025-01-06T00:00:30Z",
+            "2025-01-07T00:00:30Z"
+        ]
+    );
+}
+
+#[test]
+fn month_names_are_resolved_before_any_letter_is_looked_for() {
+    // `JUL` holds an `L`, `JUN` and `JAN` an `N`: none of them is a modifier.
+    let after = "2025-01-01T00:00:00Z";
+    let table: [(&str, [&str; 3]); 9] = [
+        ("0 0 1 JUL *", ["2025-07-01", "2026-07-01", "2027-07-01"]),
+        ("0 0 1 jul *", ["2025-07-01", "2026-07-01", "2027-07-01"]),
+        (
+            "0 0 1 JUL-DEC *",
+            ["2025-07-01", "2025-08-01", "2025-09-01"],
+        ),
+        (
+            "0 0 1 JAN-DEC/6 *",
+            ["2025-07-01", "2026-01-01", "2026-07-01"],
+        ),
+        ("0 0 L JUL *", ["2025-07-31", "2026-07-31", "2027-07-31"]),
+        ("0 0 * JUL WED", ["2025-07-02", "2025-07-09", "2025-07-16"]),
+        (
+            "0 0 * JUL WED#2",
+            ["2025-07-09", "2026-07-08", "2027-07-14"],
+        ),
+        (
+            "0 0 ? Jul WED#L",
+            ["2025-07-30", "2026-07-29", "2027-07-28"],
+        ),
+        (
+            "0 0 15 JUL,aug FRI",
+            ["2025-07-04", "2025-07-11", "2025-07-15"],
+        ),
+    ];
+    for (expr, dates) in table {
+        assert_eq!(next3(expr, "UTC", after), midnights(dates), "{expr}");
+    }
+}
+
+#[test]
+fn w_and_l_beside_weekday_names_are_refused_with_the_rule() {
+    let message = |expr: &str| match Spec::parse(expr) {
+        Err(err @ SpecError::Field { .. }) => {
+            assert_eq!(field_error(expr), CronField::DayOfWeek, "{expr}");
+            err.to_string()
+        }
+        other => panic!("{expr:?}: expected a day-of-week error, got {other:?}"),
+    };
+    let nearest = "'W' belongs in day-of-month (nearest weekday), not day-of-week";
+    for expr in [
+        "0 0 * * 5W",
+        "0 0 * * LW",
+        "0 0 * * W",
+        "0 0 * * w",
+        "0 0 * * W3",
+        "0 0 * * MON-5W",
+        "0 0 * * WED,LW",
+        "0 0 0 * * 5W",
+        "0 0 0 ? * LW 2026",
+    ] {
+        let text = message(expr);
+        assert!(text.contains(nearest), "{expr}: {text}");
+    }
+    for (expr, hint) in [
+        ("0 0 * * WEDL", "3L = last Wednesday"),
+        ("0 0 * * wedl", "3L = last Wednesday"),
+        ("0 0 * * FRIL", "5L = last Friday"),
+        ("0 0 0 ? * SUNL", "0L = last Sunday"),
+    ] {
+        let text = message(expr);
+        assert!(
+            text.contains("write the weekday number before L") && text.contains(hint),
+            "{expr}: {text}"
+        );
+    }
+    for (expr, rule) in [
+        ("0 0 * * WED-FRIL", "apply to a single weekday"),
+        ("0 0 * * WED-FRI#2", "apply to a single weekday"),
+        ("0 0 * * WEDS", "not a weekday name"),
+        ("0 0 * * WED#6", "#1 to #5"),
+        ("0 0 * * WED/2", "is not accepted"),
+        ("0 0 * * WED-MON", "runs backwards"),
+    ] {
+        let text = message(expr);
+        assert!(text.contains(rule), "{expr}: {text}");
+    }
+    let text = Spec::parse("0 0 * JULL *")
+        .expect_err("not a month")
+        .to_string();
+    assert!(text.contains("not a month name"), "{text}");
+}
+
 #[test]
 fn rejections_name_the_field() {
     let table = [

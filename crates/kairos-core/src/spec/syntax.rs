@@ -198,13 +198,54 @@ fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
         };
     }
     if let Some(day) = item.strip_suffix('L') {
+        // `WEDL` reads as a name glued to `L`; no cron spells the last Wednesday that way
+        // (Quartz writes `4L`, croniter `L3`), so ask for the number rather than guess.
+        if let Some(number) = weekday_number(day) {
+            return Err(format!(
+                "'{item}' is not a form: write the weekday number before L \
+                 ({number}L = last {}, or {day}#L)",
+                WEEKDAY_WORDS
+                    .get(number as usize)
+                    .copied()
+                    .unwrap_or_default()
+            ));
+        }
         let day = special(day)?;
         return Ok(Some(format!("{day}L")));
     }
-    if item.contains('W') {
+    // `WED` is a name, not a `W`: the nearest-weekday modifier is a `W` beside a number
+    // or `L` (`5W`, `W5`, `LW`) or alone. A word of letters is left to the name lookup,
+    // which accepts `WED` and calls `WEDS` no weekday name. Each end of a range is looked
+    // at on its own, so that `MON-WED` and `WED-5` pass and `MON-5W` does not.
+    let modifier = |part: &str| {
+        part.contains('W')
+            && (matches!(part, "W" | "LW") || !part.chars().all(|c| c.is_ascii_alphabetic()))
+    };
+    if item.split('-').any(modifier) {
         return Err("'W' belongs in day-of-month (nearest weekday), not day-of-week".into());
     }
     Ok(None)
+}
+
+/// Weekday names as `value` reads them (upper case; `SUN` is 0).
+const WEEKDAY_NAMES: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+/// The same days in words, for messages.
+const WEEKDAY_WORDS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
+/// The number of an upper-case weekday name (`WED` is 3); `None` for anything else.
+fn weekday_number(text: &str) -> Option<u32> {
+    WEEKDAY_NAMES
+        .iter()
+        .position(|name| *name == text)
+        .and_then(|i| u32::try_from(i).ok())
 }
 
 fn range(field: CronField, item: &str) -> Result<String, String> {
@@ -215,7 +256,9 @@ fn range(field: CronField, item: &str) -> Result<String, String> {
         return Err(format!("'{item}' is not a range: write 'a-b'"));
     }
     let start = value(field, start, false)?;
-    let end = value(field, end, true)?;
+    // `SUN` ends a range as 7, so `FRI-SUN` is Friday to Sunday; after Sunday itself it
+    // stays 0, so `SUN-SUN` is Sunday (as `MON-MON` is Monday), not the whole week.
+    let end = value(field, end, start != 0)?;
     if start > end {
         return Err(format!(
             "range {start}-{end} runs backwards: write it low to high (or as a list)"
@@ -234,22 +277,17 @@ fn parse_step(field: CronField, step: &str) -> Result<u32, String> {
     }
 }
 
-/// A number or a name (`JAN`, `MON`); `SUN` as a range end is 7 so `FRI-SUN` works.
+/// A number or a name (`JAN`, `MON`); `SUN` as `range_end` is 7 so `FRI-SUN` works.
 fn value(field: CronField, text: &str, range_end: bool) -> Result<u32, String> {
     const MONTHS: [&str; 12] = [
         "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
     ];
-    const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
     if text.chars().all(|c| c.is_ascii_alphabetic()) {
         let found = match field {
             CronField::Month => MONTHS.iter().position(|m| *m == text).map(|i| i as u32 + 1),
-            CronField::DayOfWeek => DAYS.iter().position(|d| *d == text).map(|i| {
-                if i == 0 && range_end {
-                    7
-                } else {
-                    i as u32
-                }
-            }),
+            CronField::DayOfWeek => {
+                weekday_number(text).map(|n| if n == 0 && range_end { 7 } else { n })
+            }
             _ => None,
         };
         return found.ok_or_else(|| match field {
