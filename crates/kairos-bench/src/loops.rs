@@ -164,7 +164,9 @@ pub async fn batches(urls: &[String]) -> Batches {
         let Ok(answer) = client.get(format!("{url}/metrics")).send().await else {
             continue;
         };
-        let Ok(text) = answer.text().await else { continue };
+        let Ok(text) = answer.text().await else {
+            continue;
+        };
         let value = |name: &str| {
             text.lines()
                 .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())

@@ -211,10 +211,17 @@ fn text(
 
 /// The rule for a key given to `POST /run-launcher/start`: an id, but not 64 lowercase hex
 /// digits, which are reserved for the keys kairos derives (so a caller can never name a
-/// tick's run).
+/// tick's run), and not `status`, which names the batch route `POST /runs/status` (a run
+/// under that key could not be read at `GET /runs/{key}`).
 pub fn check_start_key(key: &str) -> Option<Problem> {
     if let Err(err) = validate_id("idempotency_key", key) {
         return Some(Problem::new("idempotency_key", err.to_string()));
+    }
+    if key == "status" {
+        return Some(Problem::new(
+            "idempotency_key",
+            "'status' is reserved: it names the route POST /runs/status",
+        ));
     }
     let derived = key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     derived.then(|| {
@@ -576,5 +583,7 @@ mod tests {
         assert!(check_start_key(&"a".repeat(64)).is_some());
         assert!(check_start_key("ok-key_1").is_none());
         assert!(check_start_key("no:colons").is_some());
+        assert!(check_start_key("status").is_some());
+        assert!(check_start_key("statuses").is_none());
     }
 }
