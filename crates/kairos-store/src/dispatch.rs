@@ -133,9 +133,12 @@ pub async fn claim_key(
         .await?)
 }
 
-/// Takes the transaction-scoped advisory lock of each exclusive schedule, without waiting.
-/// Returns the schedules whose lock this transaction now holds; the others are being
-/// dispatched by another transaction, and their runs wait for the next round.
+/// Takes the dispatch lock of each exclusive schedule for this transaction, without
+/// waiting: its row of `schedule_dispatch_locks`, `for update skip locked` (a row lock, so
+/// a burst of any size fits; migration `20260125000000_dispatch_locks.sql` says why). A
+/// schedule with no row there (created by hand, say) falls back to a transaction-scoped
+/// advisory lock. Returns the schedules whose lock this transaction now holds; the others
+/// are being dispatched by another transaction, and their runs wait for the next round.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -146,9 +149,20 @@ pub async fn lock_schedules(
     if schedule_ids.is_empty() {
         return Ok(HashSet::new());
     }
+    // A row another transaction holds is skipped by the first part and, being there, is
+    // not taken by the second either. The `case` makes the existence test come first: in a
+    // plain `and` the planner would run the cheaper advisory lock first, for every id.
     let held: Vec<String> = sqlx::query_scalar(
-        "select id from unnest($1::text[]) as id \
-         where pg_try_advisory_xact_lock($2, hashtext(id))",
+        "with locked as ( \
+           select l.schedule_id from schedule_dispatch_locks l \
+           where l.schedule_id = any($1) for update skip locked \
+         ) \
+         select schedule_id from locked \
+         union all \
+         select id from unnest($1::text[]) as id \
+         where case when exists (select 1 from schedule_dispatch_locks l \
+                                 where l.schedule_id = id) then false \
+                    else pg_try_advisory_xact_lock($2, hashtext(id)) end",
     )
     .bind(schedule_ids)
     .bind(EXCLUSIVE_LOCK_SPACE)

@@ -2,7 +2,7 @@
 //!
 //! One round is one transaction (`round.rs`): claim a batch (`FOR UPDATE SKIP LOCKED`) →
 //! triage (launch deadline, DAGs) → decide the overlap policy (`decide.rs`; exclusive
-//! schedules serialized by an advisory lock) → launch (`launch.rs`: pipelined, every PubAck
+//! schedules serialized by a per-schedule dispatch lock) → launch (`launch.rs`: pipelined, every PubAck
 //! awaited, bounded by `launch_timeout`) → wait for the instance's other publishes going on
 //! (`publishing.rs`) → settle the runs that were not launched → record every outcome in one
 //! statement → commit. A process killed anywhere in between rolls the

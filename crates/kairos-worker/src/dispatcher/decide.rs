@@ -50,7 +50,7 @@ pub(crate) enum Decision {
     Defer,
 }
 
-/// Decides every run of a batch. `held` are the exclusive schedules whose advisory lock
+/// Decides every run of a batch. `held` are the exclusive schedules whose dispatch lock
 /// this transaction holds; `blockers` what the database says is in flight or queued.
 pub(crate) fn decide(
     runs: &[Claimed],

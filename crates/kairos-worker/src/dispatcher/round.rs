@@ -94,7 +94,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(round)
     }
 
-    /// The overlap decisions for `runs` (advisory locks taken on their exclusive schedules).
+    /// The overlap decisions for `runs` (dispatch locks taken on their exclusive schedules).
     async fn decide(&self, tx: &mut Tx, runs: &[Claimed]) -> Result<Vec<Decision>> {
         let exclusive: HashSet<String> = runs
             .iter()
