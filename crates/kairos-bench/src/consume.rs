@@ -53,18 +53,7 @@ const STREAM: &str = "KAIROS_LAUNCH";
 impl Consumer {
     /// Attaches an ephemeral consumer (no acks: it measures delivery, it runs nothing).
     pub async fn start(_args: &Args, scratch: &Scratch) -> Result<Consumer> {
-        let client = async_nats::connect(&scratch.nats_url).await?;
-        let stream = jetstream::new(client)
-            .get_stream(STREAM)
-            .await
-            .context("the launch stream (kairos serve creates it)")?;
-        let consumer = stream
-            .create_consumer(pull::Config {
-                ack_policy: AckPolicy::None,
-                inactive_threshold: Duration::from_secs(600),
-                ..Default::default()
-            })
-            .await?;
+        let (_, consumer) = launch_consumer(scratch).await?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let task = tokio::spawn(async move {
@@ -112,6 +101,27 @@ impl Consumer {
         let seen = self.seen.lock().expect("not poisoned");
         seen.clone()
     }
+}
+
+/// An ephemeral pull consumer of every message of the launch stream, with no acks (the
+/// bench measures delivery and has no redelivery), and the JetStream context it is on.
+pub async fn launch_consumer(
+    scratch: &Scratch,
+) -> Result<(jetstream::Context, jetstream::consumer::PullConsumer)> {
+    let client = async_nats::connect(&scratch.nats_url).await?;
+    let js = jetstream::new(client);
+    let stream = js
+        .get_stream(STREAM)
+        .await
+        .context("the launch stream (kairos serve creates it)")?;
+    let consumer = stream
+        .create_consumer(pull::Config {
+            ack_policy: AckPolicy::None,
+            inactive_threshold: Duration::from_secs(600),
+            ..Default::default()
+        })
+        .await?;
+    Ok((js, consumer))
 }
 
 /// Messages in the launch stream and runs the database says were published (one message

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy};
+use anyhow::Result;
+use async_nats::jetstream;
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use futures::StreamExt;
@@ -19,8 +19,7 @@ use crate::consume::Received;
 use crate::setup::Scratch;
 use crate::Args;
 
-/// The launch stream and the status subject prefix of `kairos serve`'s default config.
-const STREAM: &str = "KAIROS_LAUNCH";
+/// The status subject prefix of `kairos serve`'s default config.
 const STATUS_PREFIX: &str = "kairos.status";
 /// Launch messages handled at once (their reports are published, then their acks awaited).
 const CHUNK: usize = 1_000;
@@ -49,22 +48,10 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Attaches a consumer to the launch stream (no acks: a bench run has no redelivery)
-    /// and starts reporting.
+    /// Attaches a consumer to the launch stream (`consume::launch_consumer`) and starts
+    /// reporting.
     pub async fn start(args: &Args, scratch: &Scratch) -> Result<Executor> {
-        let client = async_nats::connect(&scratch.nats_url).await?;
-        let js = jetstream::new(client);
-        let stream = js
-            .get_stream(STREAM)
-            .await
-            .context("the launch stream (kairos serve creates it)")?;
-        let consumer = stream
-            .create_consumer(pull::Config {
-                ack_policy: AckPolicy::None,
-                inactive_threshold: Duration::from_secs(600),
-                ..Default::default()
-            })
-            .await?;
+        let (js, consumer) = crate::consume::launch_consumer(scratch).await?;
         let done = Arc::new(Mutex::new(HashMap::new()));
         let sink = done.clone();
         let plan = Plan {

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Reported, RunStatus};
 use sqlx::PgConnection;
 
+use crate::attempts::Attempt;
 use crate::runs::{Run, RUN_COLUMNS};
 use crate::schedules::FailurePolicy;
 use crate::Result;
@@ -210,22 +211,8 @@ pub struct Changed {
 pub struct FinishedAttempt {
     /// The run.
     pub idempotency_key: String,
-    /// The attempt.
-    pub attempt: i32,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Why it failed.
-    pub error: Option<String>,
-    /// Who ran it.
-    pub executor_id: Option<String>,
-    /// The executor's run id.
-    pub run_id: Option<String>,
-    /// When it was published.
-    pub published_at: Option<DateTime<Utc>>,
-    /// When it started.
-    pub started_at: Option<DateTime<Utc>>,
-    /// When it ended.
-    pub finished_at: DateTime<Utc>,
+    /// The attempt, as `run_attempts` keeps it.
+    pub attempt: Attempt,
 }
 
 /// What a batch writes.
@@ -325,14 +312,15 @@ async fn insert_attempts(db: &mut PgConnection, attempts: &[FinishedAttempt]) ->
         .iter()
         .map(|a| a.idempotency_key.as_str())
         .collect();
-    let numbers: Vec<i32> = attempts.iter().map(|a| a.attempt).collect();
-    let statuses: Vec<&str> = attempts.iter().map(|a| a.status.as_str()).collect();
-    let errors: Vec<Option<&str>> = attempts.iter().map(|a| a.error.as_deref()).collect();
-    let executors: Vec<Option<&str>> = attempts.iter().map(|a| a.executor_id.as_deref()).collect();
-    let run_ids: Vec<Option<&str>> = attempts.iter().map(|a| a.run_id.as_deref()).collect();
-    let published: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.published_at).collect();
-    let started: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.started_at).collect();
-    let finished: Vec<DateTime<Utc>> = attempts.iter().map(|a| a.finished_at).collect();
+    let ended = attempts.iter().map(|a| &a.attempt);
+    let numbers: Vec<i32> = ended.clone().map(|a| a.attempt).collect();
+    let statuses: Vec<&str> = ended.clone().map(|a| a.status.as_str()).collect();
+    let errors: Vec<Option<&str>> = ended.clone().map(|a| a.error.as_deref()).collect();
+    let executors: Vec<Option<&str>> = ended.clone().map(|a| a.executor_id.as_deref()).collect();
+    let run_ids: Vec<Option<&str>> = ended.clone().map(|a| a.run_id.as_deref()).collect();
+    let published: Vec<Option<DateTime<Utc>>> = ended.clone().map(|a| a.published_at).collect();
+    let started: Vec<Option<DateTime<Utc>>> = ended.clone().map(|a| a.started_at).collect();
+    let finished: Vec<DateTime<Utc>> = ended.map(|a| a.finished_at).collect();
     sqlx::query(
         "insert into run_attempts (idempotency_key, attempt, status, error, executor_id, \
            run_id, published_at, started_at, finished_at) \

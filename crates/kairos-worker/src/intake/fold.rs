@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{
     judge, moved_to, AfterFailure, ReportFacts, Reported, RunFacts, RunStatus, Verdict,
 };
+use kairos_store::attempts::Attempt;
 use kairos_store::runs::Run;
 use kairos_store::status::{
     Applied, Changed, FinishedAttempt, Locked, LockedRun, StatusReport, Writes,
@@ -214,19 +215,21 @@ fn finished_attempt(
     };
     Some(FinishedAttempt {
         idempotency_key: run.idempotency_key.clone(),
-        attempt: run.attempt,
-        status,
-        error: (status == RunStatus::Failed)
-            .then(|| report.error.clone())
-            .flatten(),
-        executor_id: run
-            .executor_id
-            .clone()
-            .or_else(|| report.executor_id.clone()),
-        run_id: report.run_id.clone().or_else(|| run.run_id.clone()),
-        published_at: run.published_at,
-        started_at: run.started_at,
-        finished_at: now,
+        attempt: Attempt {
+            attempt: run.attempt,
+            status,
+            error: (status == RunStatus::Failed)
+                .then(|| report.error.clone())
+                .flatten(),
+            executor_id: run
+                .executor_id
+                .clone()
+                .or_else(|| report.executor_id.clone()),
+            run_id: report.run_id.clone().or_else(|| run.run_id.clone()),
+            published_at: run.published_at,
+            started_at: run.started_at,
+            finished_at: now,
+        },
     })
 }
 
