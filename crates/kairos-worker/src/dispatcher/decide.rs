@@ -48,7 +48,16 @@ pub(crate) enum Decision {
     /// Leave it `PENDING`: another dispatcher holds its schedule right now (or, under
     /// `cancel_other`, a run of this batch went out first: the next round cancels it).
     Defer,
+    /// `FAILED`: its launch deadline passed and its schedule was free, so nothing but the
+    /// launch itself kept it back (a run that waited for its schedule is queued or skipped
+    /// by policy instead).
+    Late,
 }
+
+/// What a run of an exclusive schedule waits for when another dispatcher holds the
+/// schedule and the database shows no run in flight yet (that dispatcher's publish is not
+/// committed).
+const ANOTHER_DISPATCHER: &str = "of another dispatcher's round";
 
 /// Decides every run of a batch. `held` are the exclusive schedules whose dispatch lock
 /// this transaction holds; `blockers` what the database says is in flight or queued.
@@ -77,9 +86,18 @@ pub(crate) fn decide(
                 return Decision::Launch { exclusive: false };
             }
             if !held.contains(schedule) {
+                // Held by another dispatcher since it came due, past its launch deadline:
+                // its schedule is busy, so the overlap policy decides. A run is never failed
+                // for waiting on a lock.
+                if run.late {
+                    return busy(run, blockers.get(schedule), &launched, &queued);
+                }
                 return Decision::Defer;
             }
             let decision = exclusive(run, blockers.get(schedule), &launched, &queued);
+            if run.late && matches!(decision, Decision::Launch { .. }) {
+                return Decision::Late;
+            }
             match decision {
                 Decision::Launch { .. } => {
                     launched.insert(schedule, run.idempotency_key.as_str());
@@ -90,6 +108,39 @@ pub(crate) fn decide(
             decision
         })
         .collect()
+}
+
+/// The decision for a run of an exclusive schedule that another dispatcher holds: as if a
+/// run were in flight (the one that dispatcher is deciding or publishing), whatever the
+/// database shows yet. A run queued this way is released when the schedule's run in flight
+/// ends, or by the sweep when nothing holds the schedule.
+fn busy(
+    run: &Claimed,
+    known: Option<&Blockers>,
+    launched: &HashMap<&str, &str>,
+    queued: &HashMap<&str, i64>,
+) -> Decision {
+    let mut known = known.cloned().unwrap_or_default();
+    let holder_unseen = known.in_flight.is_none();
+    if holder_unseen {
+        known.in_flight = Some(ANOTHER_DISPATCHER.to_string());
+    }
+    let why = "its schedule was held by another dispatcher past the launch deadline";
+    let bounded = |reason: &str| reason.starts_with(QUEUE_FULL) || reason.starts_with(BUFFER_FULL);
+    match exclusive(run, Some(&known), launched, queued) {
+        Decision::Skip { reason, behind } if holder_unseen && !bounded(&reason) => Decision::Skip {
+            reason: format!("overlap skip: {why}"),
+            behind,
+        },
+        Decision::Queue { behind, .. } if holder_unseen => Decision::Queue {
+            reason: format!("overlap {}: {why}", run.overlap_policy),
+            behind,
+            // No run in flight is known yet, so none to cancel (`cancel_other`): the next
+            // round that holds the schedule asks.
+            cancel: None,
+        },
+        other => other,
+    }
 }
 
 /// The decision for a run of an exclusive schedule whose lock this transaction holds.
@@ -310,5 +361,52 @@ mod tests {
     fn a_schedule_held_by_another_dispatcher_is_deferred() {
         let got = decide(&[run("a", "s", "skip")], &held(&[]), &HashMap::new());
         assert_eq!(got, vec![Decision::Defer]);
+    }
+
+    fn late(key: &str, schedule: &str, policy: &str) -> Claimed {
+        Claimed {
+            late: true,
+            ..run(key, schedule, policy)
+        }
+    }
+
+    #[test]
+    fn a_late_run_whose_schedule_another_dispatcher_holds_follows_its_policy() {
+        let none = HashMap::new();
+        for policy in ["queue", "buffer_one", "cancel_other"] {
+            let got = decide(&[late("a", "s", policy)], &held(&[]), &none);
+            assert!(
+                matches!(&got[0], Decision::Queue { reason, cancel: None, .. }
+                    if reason.contains("held by another dispatcher")),
+                "{policy}: {got:?}"
+            );
+        }
+        let got = decide(&[late("a", "s", "skip")], &held(&[]), &none);
+        assert!(
+            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with("overlap skip")),
+            "{got:?}"
+        );
+        // Its queue's bound still holds: one waiting already under buffer_one.
+        let got = decide(
+            &[late("a", "s", "buffer_one")],
+            &held(&[]),
+            &in_flight("x", 1, None),
+        );
+        assert!(
+            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL)),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_late_run_whose_schedule_is_free_fails_and_one_behind_a_run_in_flight_waits() {
+        let got = decide(&[late("a", "s", "queue")], &held(&["s"]), &HashMap::new());
+        assert_eq!(got, [Decision::Late]);
+        let got = decide(
+            &[late("a", "s", "queue")],
+            &held(&["s"]),
+            &in_flight("x", 0, None),
+        );
+        assert!(matches!(&got[0], Decision::Queue { .. }), "{got:?}");
     }
 }

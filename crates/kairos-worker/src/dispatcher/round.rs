@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use kairos_core::OverlapPolicy;
+use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Settled, Unlaunchable};
 use kairos_store::Tx;
@@ -103,8 +103,16 @@ impl<L: RunLauncher> Dispatcher<L> {
             .collect();
         let exclusive: Vec<String> = exclusive.into_iter().collect();
         let held = dispatch::lock_schedules(tx, &exclusive).await?;
-        let held_ids: Vec<String> = held.iter().cloned().collect();
-        let blockers = dispatch::blockers(tx, &held_ids).await?;
+        // The blockers of the schedules held here, and of those held elsewhere whose late
+        // runs the policy decides now (`decide::busy`).
+        let mut read: HashSet<String> = held.clone();
+        read.extend(
+            runs.iter()
+                .filter(|run| run.late)
+                .map(|run| run.schedule_id.clone()),
+        );
+        let read: Vec<String> = read.into_iter().collect();
+        let blockers = dispatch::blockers(tx, &read).await?;
         Ok(decide(runs, &held, &blockers))
     }
 }
@@ -186,12 +194,16 @@ async fn cancel_others(
 
 /// Runs that must not go out fail first (launch deadline passed, workflow version not
 /// stored), so they never block another run by overlap. Returns the live runs and those
-/// outcomes.
+/// outcomes. A late `PENDING` run of an exclusive schedule stays live: the decision fails it
+/// only if its schedule was free (`Decision::Late`); one that waited for its schedule's
+/// turn is queued or skipped by policy.
 fn triage(claimed: Vec<Claimed>, dags: &Dags) -> (Vec<Claimed>, Vec<Outcome>) {
     let mut live = Vec::with_capacity(claimed.len());
     let mut failed = Vec::new();
     for run in claimed {
-        let why = if run.late {
+        let waits_for_its_turn =
+            run.status == RunStatus::Pending && run.overlap_policy != OverlapPolicy::Allow;
+        let why = if run.late && !waits_for_its_turn {
             Unlaunchable::LaunchDeadline
         } else if dags.get(&run).is_none() {
             Unlaunchable::WorkflowMissing {
@@ -227,6 +239,12 @@ fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec
             }
             Decision::Queue { reason, behind, .. } if stands(behind) => {
                 Outcome::queued(key, reason.clone())
+            }
+            Decision::Late => {
+                let failed = Outcome::unlaunchable(key, Unlaunchable::LaunchDeadline);
+                report::failed_early(std::slice::from_ref(&failed));
+                settled.push(failed);
+                continue;
             }
             _ => continue,
         };
