@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The other side of crates/kairos-core/tests/croniter_diff.rs: fire times from croniter.
+"""The other side of crates/kairos-core/tests/croniter_diff/: fire times from croniter.
 
 Reads one JSON batch on stdin:
 
