@@ -12,8 +12,7 @@ use async_nats::jetstream;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::executor::{Executor, Reported};
-use crate::outcome::Mark;
-use crate::report::percentile;
+use crate::percentile::percentile;
 use crate::setup::Scratch;
 use crate::Args;
 
@@ -44,11 +43,21 @@ pub struct LoopFigures {
     pub backlog: u64,
 }
 
-/// Waits for `mark`'s reports to be applied, at most until `deadline`, then reads them.
+/// The ticks of one mark: planned in `[from, to]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// The first tick.
+    pub from: DateTime<Utc>,
+    /// The last tick.
+    pub to: DateTime<Utc>,
+}
+
+/// Waits for the reports on `mark`'s runs to be applied, at most until `deadline`, then
+/// reads them.
 pub async fn measure(
     scratch: &Scratch,
     executor: &Executor,
-    mark: &Mark,
+    mark: Window,
     deadline: DateTime<Utc>,
 ) -> Result<LoopFigures> {
     while Utc::now() < deadline && unfinished(scratch, mark).await? {
@@ -125,7 +134,7 @@ pub async fn measure(
 }
 
 /// Whether a run of the mark still waits for a report (or for its launch).
-async fn unfinished(scratch: &Scratch, mark: &Mark) -> Result<bool> {
+async fn unfinished(scratch: &Scratch, mark: Window) -> Result<bool> {
     Ok(sqlx::query_scalar(
         "select exists (select 1 from schedule_runs \
          where status in ('PENDING', 'ENQUEUED', 'STARTED', 'RETRYING') \
@@ -194,7 +203,7 @@ pub fn print_batches(batches: Batches) {
 }
 
 /// Prints the return path's table.
-pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>, batches: Batches) {
+pub fn print(args: &Args, marks: &[(&str, &LoopFigures)], pg_per_s: Option<f64>, batches: Batches) {
     println!(
         "return path ({} heartbeat(s) per run, {:.1}% of first attempts FAILED, overlap {}):",
         args.heartbeats,
@@ -206,14 +215,11 @@ pub fn print(args: &Args, marks: &[Mark], pg_per_s: Option<f64>, batches: Batche
         "ticks", "success", "skipped", "open", "failed", "p50", "p99", "last"
     );
     let mut rates = Vec::new();
-    for mark in marks {
-        let Some(l) = &mark.loop_figures else {
-            continue;
-        };
+    for (label, l) in marks {
         let [p50, p99, last] = l.lag_ms;
         println!(
             "{:<19} {:>8} {:>8} {:>6} {:>7} | {:>14.0} |                    {p50:>6.0} {p99:>6.0} {last:>7.0} | {:>15.0} | {:>9.0} | {:>7}",
-            mark.label, l.success, l.skipped, l.unfinished, l.failed_attempts, l.last_report_ms, l.last_applied_ms,
+            label, l.success, l.skipped, l.unfinished, l.failed_attempts, l.last_report_ms, l.last_applied_ms,
             l.per_s, l.backlog
         );
         if l.per_s.is_finite() {

@@ -23,6 +23,7 @@ mod consume;
 mod fleet;
 mod limits;
 mod outcome;
+mod percentile;
 mod report;
 mod setup;
 
@@ -199,7 +200,11 @@ async fn main() -> Result<()> {
     };
     let faults = report::print(&args, &deploy, &marks, &received, &usage, limits.as_ref());
     if args.mode == Mode::Loop {
-        loops::print(&args, &marks, limits.as_ref().map(|l| l.pg_per_s), batches);
+        let rows: Vec<(&str, &loops::LoopFigures)> = marks
+            .iter()
+            .filter_map(|mark| Some((mark.label.as_str(), mark.loop_figures.as_ref()?)))
+            .collect();
+        loops::print(&args, &rows, limits.as_ref().map(|l| l.pg_per_s), batches);
     }
     println!(
         "launch stream: {in_stream} messages for {published} runs published (all marks, \

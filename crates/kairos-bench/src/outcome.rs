@@ -91,8 +91,9 @@ pub async fn await_marks(
         if let Some(executor) = executor {
             let period = TimeDelta::from_std(args.period()).expect("small period");
             let deadline = from + period - TimeDelta::seconds(1);
+            let window = crate::loops::Window { from, to };
             mark.loop_figures =
-                Some(crate::loops::measure(scratch, executor, &mark, deadline).await?);
+                Some(crate::loops::measure(scratch, executor, window, deadline).await?);
         }
         marks.push(mark);
     }

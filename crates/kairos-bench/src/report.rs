@@ -6,6 +6,7 @@ use crate::consume::Received;
 use crate::fleet::Usage;
 use crate::limits::Limits;
 use crate::outcome::Mark;
+use crate::percentile::percentile;
 use crate::setup::Deploy;
 use crate::{Args, Mode};
 
@@ -35,15 +36,6 @@ fn delivered(mark: &Mark, received: &[Received]) -> Delivered {
         duplicates: mine.len() - attempts.len(),
         unseen: mark.expected.saturating_sub(keys.len()),
     }
-}
-
-/// Nearest-rank percentile of sorted values (NaN when empty).
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
 /// Prints the run's table. Returns the ticks that were missing (no row, or never
