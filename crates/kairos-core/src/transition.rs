@@ -85,16 +85,6 @@ pub enum Verdict {
     Noop,
 }
 
-impl Verdict {
-    /// The report is refused (a channel answers it as a conflict; NATS terminates it).
-    pub fn refused(self) -> bool {
-        matches!(
-            self,
-            Verdict::Unpublished | Verdict::Conflict | Verdict::Blocked
-        )
-    }
-}
-
 /// Decides what `report` does to `run` at `now` (the database's clock). The rules, in the
 /// order they are tried: another attempt → stale; not published → refused; another
 /// executor's unfinished run → conflict; a blocked due `PENDING` run → blocked; a heartbeat
@@ -215,7 +205,6 @@ mod tests {
             facts.published = false;
             let verdict = judge(&facts, &report(Reported::Started), now);
             assert_eq!(verdict, Verdict::Unpublished, "{status}");
-            assert!(verdict.refused());
         }
         let mut future = run(RunStatus::Pending);
         future.fire_at = at(300);

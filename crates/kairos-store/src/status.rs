@@ -22,8 +22,6 @@ use crate::runs::{Run, RUN_COLUMNS};
 use crate::schedules::FailurePolicy;
 use crate::Result;
 
-pub use kairos_core::AfterFailure;
-
 /// One status report, as the intake parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusReport {
@@ -202,8 +200,8 @@ pub async fn lock(
 pub struct Changed {
     /// The run as it is to be written (every column a report may change).
     pub run: Run,
-    /// Its new `exclusive` column, when a report moved a `PENDING` run in flight.
-    pub exclusive: Option<bool>,
+    /// Its `exclusive` column (set when a report moved a `PENDING` run in flight).
+    pub exclusive: bool,
 }
 
 /// An attempt that a report ended (`SUCCESS` or `FAILED`), for `run_attempts`.
@@ -260,7 +258,7 @@ async fn update_runs(db: &mut PgConnection, changed: &[Changed]) -> Result<()> {
     let reasons: Vec<Option<&str>> = runs.clone().map(|r| r.reason.as_deref()).collect();
     let dead: Vec<Option<DateTime<Utc>>> = runs.clone().map(|r| r.dead_lettered_at).collect();
     let updated: Vec<DateTime<Utc>> = runs.map(|r| r.updated_at).collect();
-    let exclusive: Vec<Option<bool>> = changed.iter().map(|c| c.exclusive).collect();
+    let exclusive: Vec<bool> = changed.iter().map(|c| c.exclusive).collect();
     // The key and run_at find the row in its partition; every other column is the new
     // state the intake decided.
     sqlx::query(
@@ -270,7 +268,7 @@ async fn update_runs(db: &mut PgConnection, changed: &[Changed]) -> Result<()> {
            stream_seq = u.stream_seq, heartbeat_at = u.heartbeat_at, \
            last_error = u.last_error, reason = u.reason, \
            dead_lettered_at = u.dead_lettered_at, \
-           exclusive = coalesce(u.exclusive, r.exclusive), updated_at = u.updated_at \
+           exclusive = u.exclusive, updated_at = u.updated_at \
          from unnest($1::text[], $2::timestamptz[], $3::text[], $4::int[], \
            $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], \
            $10::timestamptz[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[], \

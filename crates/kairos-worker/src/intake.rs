@@ -9,7 +9,6 @@ mod applier;
 mod cancel;
 mod fold;
 
-pub use applier::{MAX_BATCH, MAX_WAITING};
 pub use cancel::MAX_REASON_TEXT;
 pub use fold::Item;
 

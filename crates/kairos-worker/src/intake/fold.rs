@@ -46,7 +46,7 @@ pub(crate) struct Folded {
 pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
     let now = locked.now;
     let busy: HashSet<&str> = locked.busy.iter().map(String::as_str).collect();
-    let mut changed: HashMap<String, Option<bool>> = HashMap::new();
+    let mut changed: HashSet<String> = HashSet::new();
     let mut order: Vec<String> = Vec::new();
     let mut folded = Folded::default();
     for item in items {
@@ -65,21 +65,16 @@ pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
             now,
             &mut folded.writes,
         );
-        if let Some(exclusive) = outcome.changed {
-            let slot = changed.entry(item.key.clone()).or_insert_with(|| {
-                order.push(item.key.clone());
-                None
-            });
-            // A later heartbeat must not forget an earlier move's new `exclusive`.
-            *slot = exclusive.or(*slot);
+        if outcome.changed && changed.insert(item.key.clone()) {
+            order.push(item.key.clone());
         }
         folded.answers.push(Answer::Decided(outcome.applied));
     }
     for key in order {
-        let run = locked.runs[&key].run.clone();
+        let entry = &locked.runs[&key];
         folded.writes.changed.push(Changed {
-            exclusive: changed[&key],
-            run,
+            run: entry.run.clone(),
+            exclusive: entry.exclusive,
         });
     }
     folded
@@ -87,8 +82,8 @@ pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
 
 struct Outcome {
     applied: Applied,
-    /// `Some` when the row changed; inside, its new `exclusive` column when that changed.
-    changed: Option<Option<bool>>,
+    /// The row changed.
+    changed: bool,
 }
 
 /// One report against one run: the verdict, and when it applies, its effect on the run, on
@@ -120,7 +115,7 @@ fn decide(
     };
     let unchanged = |applied| Outcome {
         applied,
-        changed: None,
+        changed: false,
     };
     match judge(&facts, &reported, now) {
         Verdict::Stale | Verdict::Noop => unchanged(Applied::Unchanged(run.clone())),
@@ -143,7 +138,7 @@ fn decide(
             run.updated_at = now;
             Outcome {
                 applied: Applied::Moved(run.clone()),
-                changed: Some(None),
+                changed: true,
             }
         }
         Verdict::Apply => {
@@ -173,7 +168,7 @@ fn decide(
             }
             Outcome {
                 applied: Applied::Moved(run.clone()),
-                changed: Some(was_pending.then_some(entry.exclusive)),
+                changed: true,
             }
         }
     }
