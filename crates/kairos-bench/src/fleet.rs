@@ -38,7 +38,11 @@ impl Fleet {
             let port = args.port + i as u16;
             let log =
                 std::fs::File::create(std::env::temp_dir().join(format!("kairos-bench-{i}.log")))?;
-            let child = Command::new(&args.kairos)
+            let mut command = Command::new(&args.kairos);
+            if args.mode == crate::Mode::Queue {
+                command.env("KAIROS_SCHEDULER__LAUNCH_DEADLINE_S", "15");
+            }
+            let child = command
                 .arg("serve")
                 .env("DATABASE_URL", &scratch.db_url)
                 .env("KAIROS_NATS__URL", &scratch.nats_url)

@@ -13,11 +13,13 @@
 //! second of the minute), `stored` (a burst with many schedules stored that are not due),
 //! `loop` (a burst, and an executor in the bench's process that reports on every run: the
 //! return path, until each run is final in the database), `intake` (the status intake's
-//! capacity: runs written as published, every report sent at once, the time to apply them).
+//! capacity: runs written as published, every report sent at once, the time to apply them),
+//! `queue` (a queue behind a long run, and writes of schedules that fire every second).
 
 mod executor;
 mod intake;
 mod loops;
+mod queued;
 
 mod consume;
 mod fleet;
@@ -46,6 +48,9 @@ pub enum Mode {
     /// `--schedules` runs written as published, `STARTED` and `SUCCESS` sent for each as
     /// fast as the bench can publish: how many reports a second the intake applies.
     Intake,
+    /// A `queue` schedule behind one long run while schedules fire every second, and
+    /// upserts and deploys of a firing schedule meanwhile.
+    Queue,
 }
 
 /// The bench's command line.
@@ -106,6 +111,12 @@ pub struct Args {
     /// schedules then allow a second attempt, one second later.
     #[arg(long, default_value_t = 0.0)]
     pub fail_share: f64,
+    /// Mode `queue`: how long the queued schedule's first run is held `STARTED`.
+    #[arg(long, default_value_t = 30)]
+    pub hold_s: u64,
+    /// Mode `queue`: how long the scenario runs (writes go on meanwhile).
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
     /// Skip the raw-limit measurements.
     #[arg(long)]
     pub no_limits: bool,
@@ -171,6 +182,12 @@ async fn main() -> Result<()> {
             );
         }
         return Ok(());
+    }
+    if args.mode == Mode::Queue {
+        let outcome = queued::run(&args, &scratch, &fleet).await;
+        fleet.shutdown().await;
+        scratch.drop_all().await?;
+        return outcome;
     }
     let deploy = setup::deploy(&args, &mut fleet).await?;
     let (consumer, executor) = match args.mode {

@@ -29,6 +29,7 @@ mod error;
 pub mod fuzzing;
 mod input;
 mod overview;
+mod restage;
 mod rules;
 mod runs;
 mod schedules;
@@ -52,6 +53,7 @@ pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,
 };
+pub use restage::restage;
 pub use rules::RulesInput;
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{

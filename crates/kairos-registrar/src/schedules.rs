@@ -16,9 +16,9 @@ use crate::input::{self, check_zone, ScheduleInput, Settings};
 use crate::{rules, Registrar};
 
 /// Reason written on runs cancelled by a pause.
-const PAUSED: &str = "paused";
+pub(crate) const PAUSED: &str = "paused";
 /// Reason written on runs cancelled by a delete.
-const DELETED: &str = "schedule deleted";
+pub(crate) const DELETED: &str = "schedule deleted";
 /// How many ticks `get` previews.
 const PREVIEW_TICKS: usize = 5;
 /// Largest page of [`Registrar::list`] and [`Registrar::runs`].

@@ -60,6 +60,77 @@ pub struct Claimed {
     /// Due longer than the launch deadline (since `fire_at`, or since its release from
     /// `QUEUED`): the run must not go out any more.
     pub late: bool,
+    /// The schedule revision its tick was last checked against (`None` for runs the planner
+    /// did not write, or written before runs had one).
+    pub revision: Option<i64>,
+    /// Its schedule's revision when this transaction claimed it (`None`: no such schedule).
+    pub schedule_revision: Option<i64>,
+}
+
+impl Claimed {
+    /// Whether a schedule now at `current` (`None`: deleted) has changed since this run was
+    /// last checked against it: a `PENDING` run only (a retry's attempt was published
+    /// before), and a write skips the runs a round holds, so the round must bring it in line
+    /// before publishing it.
+    pub fn left_behind(&self, current: Option<i64>) -> bool {
+        let checked = self.revision.or(self.schedule_revision);
+        self.status == RunStatus::Pending
+            && match (checked, current) {
+                (_, None) => self.source != RunSource::Api,
+                (Some(checked), Some(current)) => checked < current,
+                (None, Some(_)) => false,
+            }
+    }
+}
+
+/// Locks again, in a later transaction of the same round, the claimed `runs` still waiting
+/// for their wave: those still in the status and attempt they were claimed in, skipping any
+/// another transaction holds. Returns each one's `fire_at` and `revision` as stored now.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn relock(
+    tx: &mut PgConnection,
+    runs: &[Claimed],
+) -> Result<HashMap<String, (DateTime<Utc>, Option<i64>)>> {
+    let keys: Vec<&str> = runs.iter().map(|r| r.idempotency_key.as_str()).collect();
+    let run_ats: Vec<DateTime<Utc>> = runs.iter().map(|r| r.run_at).collect();
+    let statuses: Vec<&str> = runs.iter().map(|r| r.status.as_str()).collect();
+    let attempts: Vec<i32> = runs.iter().map(|r| r.attempt).collect();
+    let rows: Vec<(String, DateTime<Utc>, Option<i64>)> = sqlx::query_as(
+        "select r.idempotency_key, r.fire_at, r.revision from schedule_runs r \
+         join unnest($1::text[], $2::timestamptz[], $3::text[], $4::int4[]) \
+           as v(key, run_at, status, attempt) \
+           on r.idempotency_key = v.key and r.run_at = v.run_at \
+         where r.status = v.status and r.attempt = v.attempt \
+         for update of r skip locked",
+    )
+    .bind(keys)
+    .bind(run_ats)
+    .bind(statuses)
+    .bind(attempts)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, fire_at, revision)| (key, (fire_at, revision)))
+        .collect())
+}
+
+/// The current revision of each of `schedule_ids` that exists.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn schedule_revisions(
+    db: impl PgExecutor<'_>,
+    schedule_ids: &[String],
+) -> Result<HashMap<String, i64>> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("select schedule_id, revision from schedules where schedule_id = any($1)")
+            .bind(schedule_ids)
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().collect())
 }
 
 const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, \
@@ -68,7 +139,8 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
     case when r.source = 'api' then 'allow' \
       else coalesce(r.overlap_override, s.overlap_policy, 'allow') end \
       as overlap_policy, \
-    coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late";
+    coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late, \
+    r.revision, s.revision as schedule_revision";
 
 /// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
 /// `fire_at <= due_by`), highest priority first, then oldest `fire_at`, skipping runs another

@@ -111,7 +111,7 @@ impl RunRows {
 }
 
 /// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`) and their own overlap
-/// policy, if any, skipping keys that exist (invariant 1). Returns how many rows were written.
+/// policy, if any, at their schedule's revision, skipping keys that exist (invariant 1). Returns how many rows were written.
 /// The conflict target is the primary key `(idempotency_key, run_at)`: a tick key is
 /// sha256 of the schedule and the tick's epoch seconds, so it conflicts exactly when the key
 /// exists.
@@ -131,8 +131,9 @@ pub async fn insert_runs(
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
          source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
-         priority) \
-         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0) \
+         priority, revision) \
+         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), \
+           sc.revision \
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          left join schedules sc on sc.schedule_id = t.s \

@@ -131,7 +131,8 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
 }
 
 /// Copies each schedule's priority onto its runs not yet published (`PENDING`, `RETRYING`,
-/// `QUEUED`), where it differs: the dispatcher's claim orders by the run's own copy.
+/// `QUEUED`), where it differs: the dispatcher's claim orders by the run's own copy. A run
+/// another transaction holds is skipped (a dispatcher round has claimed it already).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -140,9 +141,13 @@ pub async fn copy_priority(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> 
         return Ok(0);
     }
     let done = sqlx::query(
-        "update schedule_runs r set priority = s.priority from schedules s \
-         where s.schedule_id = any($1) and r.schedule_id = s.schedule_id \
-           and r.status in ('PENDING', 'RETRYING', 'QUEUED') and r.priority <> s.priority",
+        "update schedule_runs r set priority = l.priority \
+         from (select w.idempotency_key, w.run_at, s.priority from schedule_runs w \
+               join schedules s on s.schedule_id = w.schedule_id \
+               where s.schedule_id = any($1) and w.status in ('PENDING', 'RETRYING', 'QUEUED') \
+                 and w.priority <> s.priority \
+               for update of w skip locked) l \
+         where r.idempotency_key = l.idempotency_key and r.run_at = l.run_at",
     )
     .bind(schedule_ids)
     .execute(db)
@@ -203,7 +208,10 @@ pub struct PlannedRun {
 /// The never-published planned runs of `schedule_ids` whose tick is at or after `from`,
 /// including cancelled ones (a resume or a reschedule may want them back: their key is the
 /// tick's key, so the planner could never write them again), but not one an operator
-/// cancelled (`cancel_requested_at`): that cancel is final.
+/// cancelled (`cancel_requested_at`): that cancel is final. Locks them, skipping the runs
+/// another transaction holds: a dispatcher round holds its pre-staged runs until their tick,
+/// and a write never waits for it; the round brings such a run in line with the schedule's
+/// new revision before it publishes (`kairos_registrar::restage`).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -217,7 +225,7 @@ pub async fn future_planned(
          where schedule_id = any($1) and run_at >= $2 and source = 'schedule' \
            and published_at is null and status in ('PENDING', 'QUEUED', 'CANCELLED') \
            and cancel_requested_at is null \
-         order by schedule_id, run_at",
+         order by schedule_id, run_at for update skip locked",
     )
     .bind(schedule_ids)
     .bind(from)
@@ -225,9 +233,9 @@ pub async fn future_planned(
     .await?)
 }
 
-/// Keeps or brings back never-published runs: sets their `fire_at`, and a `CANCELLED` one
-/// becomes `PENDING` again (it was never published, so this cannot launch a tick twice).
-/// Returns how many rows changed.
+/// Keeps or brings back never-published runs: sets their `fire_at` and their schedule's
+/// revision, and a `CANCELLED` one becomes `PENDING` again (it was never published, so this
+/// cannot launch a tick twice). Returns how many rows changed.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -242,6 +250,7 @@ pub async fn keep_planned(
     }
     let done = sqlx::query(
         "update schedule_runs as r set fire_at = v.fire_at, updated_at = $3, \
+           revision = (select s.revision from schedules s where s.schedule_id = r.schedule_id), \
            status = case when r.status = 'CANCELLED' then 'PENDING' else r.status end, \
            reason = case when r.status = 'CANCELLED' then null else r.reason end \
          from unnest($1::text[], $2::timestamptz[]) as v(idempotency_key, fire_at) \
@@ -283,7 +292,9 @@ pub async fn cancel(
 }
 
 /// Cancels every unpublished run of `schedule_ids`, whatever its source or tick (pause and
-/// delete: nothing more is launched). Returns how many changed.
+/// delete: nothing more is launched), except those another transaction holds: a dispatcher
+/// round holding a pre-staged run sees the schedule's new revision before it publishes, and
+/// cancels the run itself (`kairos_registrar::restage`). Returns how many changed.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -297,8 +308,11 @@ pub async fn cancel_unpublished(
         return Ok(0);
     }
     let done = sqlx::query(
-        "update schedule_runs set status = 'CANCELLED', reason = $2, updated_at = $3 \
-         where schedule_id = any($1) and status in ('PENDING', 'QUEUED')",
+        "update schedule_runs r set status = 'CANCELLED', reason = $2, updated_at = $3 \
+         from (select idempotency_key, run_at from schedule_runs \
+               where schedule_id = any($1) and status in ('PENDING', 'QUEUED') \
+               for update skip locked) l \
+         where r.idempotency_key = l.idempotency_key and r.run_at = l.run_at",
     )
     .bind(schedule_ids)
     .bind(reason)

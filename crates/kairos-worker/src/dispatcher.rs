@@ -33,6 +33,7 @@ mod launch;
 mod publishing;
 mod report;
 mod republish;
+mod restage;
 mod round;
 mod sweep;
 
@@ -54,6 +55,9 @@ pub enum Error {
     /// The database failed.
     #[error("dispatcher store call failed")]
     Store(#[from] kairos_store::Error),
+    /// Bringing a run in line with its schedule's new revision failed.
+    #[error("dispatcher could not restage a run of a changed schedule")]
+    Restage(#[from] kairos_registrar::Error),
 }
 
 /// Result of dispatcher calls.
@@ -179,10 +183,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let Some(claimed) = dispatch::claim_key(&mut tx, key, now, deadline).await? else {
             return Ok(Round::default());
         };
-        let round = self
-            .dispatch(&mut tx, vec![claimed], Release::Now(now))
-            .await?;
-        tx.commit().await?;
+        let round = self.dispatch(tx, vec![claimed], Release::Now(now)).await?;
         round.finished(started);
         Ok(round)
     }

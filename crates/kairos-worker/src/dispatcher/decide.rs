@@ -235,6 +235,8 @@ mod tests {
             user_id: "u".into(),
             overlap_policy: policy,
             late: false,
+            revision: None,
+            schedule_revision: Some(1),
         }
     }
 

@@ -219,23 +219,20 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok((due_by, Some(held)))
     }
 
-    /// Publishes and records a held batch in its transaction, then commits (and sends the
-    /// cancel messages its `cancel_other` decisions asked for).
+    /// Publishes and records a held batch, wave by wave, each wave committed (and sends the
+    /// cancel messages its last wave's `cancel_other` decisions asked for).
     ///
     /// # Errors
     /// [`super::Error::Store`] when a statement fails (the round is rolled back).
     pub(super) async fn finish(&self, held: Held) -> Result<Round> {
         let Held {
-            mut tx,
+            tx,
             claimed,
             clock,
             started,
             lane,
         } = held;
-        let round = self
-            .dispatch(&mut tx, claimed, Release::WhenDue(clock))
-            .await?;
-        tx.commit().await?;
+        let round = self.dispatch(tx, claimed, Release::WhenDue(clock)).await?;
         drop(lane);
         round.finished(started);
         if round.cancels > 0 {

@@ -113,6 +113,8 @@ pub(super) fn as_claimed(run: &kairos_store::runs::Run) -> Claimed {
         user_id: run.user_id.clone(),
         overlap_policy: kairos_core::OverlapPolicy::Allow,
         late: false,
+        revision: None,
+        schedule_revision: None,
     }
 }
 

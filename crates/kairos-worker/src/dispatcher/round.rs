@@ -1,6 +1,7 @@
-//! One dispatcher round over a claimed batch, inside the caller's transaction. It reads as
-//! its steps: triage → then, wave by wave as runs come due, decide → launch → (the
-//! instance's other publishes end, `publishing.rs`) → settle → record.
+//! One dispatcher round over a claimed batch, from the claim's transaction on. It reads as
+//! its steps: triage → then, wave by wave as runs come due, restage (runs whose schedule was
+//! written meanwhile, `restage.rs`) → decide → launch → (the instance's other publishes end,
+//! `publishing.rs`) → settle → record → commit (and lock the runs still waiting again).
 
 use std::collections::HashSet;
 
@@ -13,6 +14,7 @@ use kairos_store::Tx;
 use super::clock::{DbClock, Stamp};
 use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
 use super::launch::Dags;
+use super::restage::restage;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
 
@@ -48,6 +50,9 @@ pub struct Round {
     /// Runs in flight asked to cancel by overlap `cancel_other` (their cancel messages
     /// go out after the commit).
     pub cancels: usize,
+    /// Runs cancelled before their wave because their schedule was paused, deleted or
+    /// rescheduled while this round held them (not counted in `claimed`'s other fields).
+    pub withdrawn: usize,
 }
 
 /// When a round's runs go out.
@@ -60,12 +65,15 @@ pub(super) enum Release {
 }
 
 impl<L: RunLauncher> Dispatcher<L> {
-    /// Decides, publishes and records the claimed runs inside `tx`, in waves: the runs due
-    /// now go out at once, a pre-staged run when its `fire_at` comes. Each wave is recorded
-    /// before the next is decided, so the next wave's overlap decisions see it.
+    /// Decides, publishes and records the claimed runs, in waves: the runs due now go out
+    /// at once, a pre-staged run when its `fire_at` comes. Each wave is recorded and
+    /// committed before the next is decided, so the next wave's overlap decisions see it,
+    /// its runs are reportable at once and its dispatch locks are free; the runs still
+    /// waiting are locked again in the next transaction (`next_transaction`). Commits the
+    /// last one.
     pub(super) async fn dispatch(
         &self,
-        tx: &mut Tx,
+        mut tx: Tx,
         claimed: Vec<Claimed>,
         release: Release,
     ) -> Result<Round> {
@@ -73,25 +81,67 @@ impl<L: RunLauncher> Dispatcher<L> {
             return Ok(Round::default());
         };
         let claimed_n = claimed.len();
-        let dags = Dags::load(tx, &claimed).await?;
+        let dags = Dags::load(&mut tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
-        let mut drift = dispatch::record(tx, &outcomes, span, release.now()).await?;
-        let mut cancels = 0;
+        let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
+        let (mut cancels, mut withdrawn) = (0, 0);
         while let Some(wave) = release.next_wave(&mut waiting).await {
-            let decisions = self.decide(tx, &wave).await?;
+            let (wave, gone) = restage(&mut tx, wave, &mut waiting, release.now()).await?;
+            withdrawn += gone;
+            if wave.is_empty() {
+                continue;
+            }
+            let decisions = self.decide(&mut tx, &wave).await?;
             let publish = self.publishing.start(self.config.launch_timeout);
             let launched = self.launch(&wave, &decisions, &dags, release).await;
             crash_point("dispatcher_after_ack");
             publish.finish().await;
             let mut recorded = settle(&wave, &decisions, &launched);
             recorded.extend(launched);
-            drift.extend(dispatch::record(tx, &recorded, span, release.now()).await?);
-            cancels += cancel_others(tx, &wave, &decisions, &recorded).await?;
+            drift.extend(dispatch::record(&mut tx, &recorded, span, release.now()).await?);
+            let asked = cancel_others(&mut tx, &wave, &decisions, &recorded).await?;
+            cancels += asked;
             outcomes.extend(recorded);
+            if !waiting.is_empty() {
+                tx = self.next_transaction(tx, &mut waiting, asked).await?;
+            }
         }
-        let mut round = Round::tally(claimed_n, &outcomes, drift);
+        tx.commit().await?;
+        let mut round = Round::tally(claimed_n - withdrawn, &outcomes, drift);
+        round.claimed = claimed_n;
         round.cancels = cancels;
+        round.withdrawn = withdrawn;
         Ok(round)
+    }
+
+    /// Commits `tx` (and sends the cancel messages its wave asked for, if any) and locks the
+    /// runs still `waiting` again in a new transaction. A run another transaction took or
+    /// changed in between leaves the round (it is that one's now); the others come back with
+    /// their `fire_at` and revision as stored.
+    async fn next_transaction(
+        &self,
+        tx: Tx,
+        waiting: &mut Vec<Claimed>,
+        cancels: usize,
+    ) -> Result<Tx> {
+        tx.commit().await?;
+        if cancels > 0 {
+            if let Err(err) = self.send_cancels().await {
+                tracing::warn!(error = %crate::error_chain(&err),
+                    "cancel messages not sent; the sweep sends them");
+            }
+        }
+        let mut tx = Tx::begin(&self.pool).await?;
+        let still = dispatch::relock(&mut tx, waiting).await?;
+        waiting.retain_mut(|run| match still.get(&run.idempotency_key) {
+            Some(&(fire_at, revision)) => {
+                run.fire_at = fire_at;
+                run.revision = revision;
+                true
+            }
+            None => false,
+        });
+        Ok(tx)
     }
 
     /// The overlap decisions for `runs` (dispatch locks taken on their exclusive schedules).

@@ -1,0 +1,91 @@
+//! A dispatcher round's side of a schedule write. A write never waits for a round: it skips
+//! the runs a round holds locked (a round holds its pre-staged runs until their tick), so
+//! such a run still carries the schedule revision it was planned under. Before the round
+//! publishes it, the round calls [`restage`], which does to it what the write would have
+//! done: cancelled when its schedule is gone or paused or its tick left the timetable, else
+//! kept at the schedule's new revision with the `fire_at` of the current jitter.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use kairos_core::{jitter_offset, RunKey, RunSource};
+use kairos_store::dispatch::Claimed;
+use kairos_store::schedules::{self, Schedule};
+use kairos_store::{runs, Tx};
+
+use crate::apply::RESCHEDULED;
+use crate::error::Result;
+use crate::rules;
+use crate::schedules::{timetable_with, DELETED, PAUSED};
+
+/// Brings `left_behind` (runs this transaction holds, whose schedule changed since they
+/// were checked) in line with their schedules as they are now. Returns the `fire_at` of
+/// each run kept; a run not in the answer was cancelled. A tick before the schedule's last
+/// write (`updated_at`) is kept as it was, as that write would have kept it.
+///
+/// # Errors
+/// [`crate::Error::Store`].
+pub async fn restage(
+    tx: &mut Tx,
+    left_behind: &[Claimed],
+    now: DateTime<Utc>,
+) -> Result<HashMap<String, DateTime<Utc>>> {
+    if left_behind.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut ids: Vec<String> = left_behind.iter().map(|r| r.schedule_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    let stored: HashMap<String, Schedule> = schedules::get_many(&mut **tx, &ids)
+        .await?
+        .into_iter()
+        .map(|s| (s.schedule_id.clone(), s))
+        .collect();
+    let mut names: Vec<String> = stored
+        .values()
+        .flat_map(|s| s.rules.exclude_calendars.iter().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    let calendars = rules::load(tx, &names).await?;
+    let mut kept: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut cancelled: HashMap<&str, Vec<String>> = HashMap::new();
+    for run in left_behind {
+        let key = run.idempotency_key.clone();
+        let cancel = match stored.get(&run.schedule_id) {
+            None => Some(DELETED),
+            Some(schedule) if schedule.paused => Some(PAUSED),
+            Some(schedule)
+                if run.source != RunSource::Schedule || run.run_at < schedule.updated_at =>
+            {
+                kept.insert(key, run.fire_at);
+                None
+            }
+            Some(schedule) => {
+                let still_a_tick = timetable_with(schedule, &calendars)
+                    .is_some_and(|t| t.first_at_or_after(run.run_at) == Some(run.run_at));
+                if still_a_tick {
+                    let jitter = u32::try_from(schedule.jitter_ms).unwrap_or(0);
+                    let tick = RunKey::tick(&run.schedule_id, run.run_at);
+                    kept.insert(key, run.run_at + jitter_offset(&tick, jitter));
+                    None
+                } else {
+                    Some(RESCHEDULED)
+                }
+            }
+        };
+        if let Some(reason) = cancel {
+            cancelled
+                .entry(reason)
+                .or_default()
+                .push(run.idempotency_key.clone());
+        }
+    }
+    let (keys, fire_ats): (Vec<String>, Vec<DateTime<Utc>>) =
+        kept.iter().map(|(k, at)| (k.clone(), *at)).unzip();
+    runs::keep_planned(&mut **tx, &keys, &fire_ats, now).await?;
+    for (reason, keys) in cancelled {
+        runs::cancel(&mut **tx, &keys, reason, now).await?;
+    }
+    Ok(kept)
+}

@@ -1,0 +1,60 @@
+//! Before a wave is decided: its `PENDING` runs whose schedule was written while this round
+//! held them (the write skipped them, `kairos_store::runs::future_planned`) are brought in
+//! line with the schedule as it is now (`kairos_registrar::restage`). A cancelled one leaves
+//! the round; a kept one goes out with this wave, or with a later one if its new `fire_at`
+//! (another jitter) is still to come.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use kairos_core::RunStatus;
+use kairos_store::dispatch::{self, Claimed};
+use kairos_store::Tx;
+
+use super::Result;
+
+/// The wave to decide now, after the runs left behind by a schedule write are restaged;
+/// kept runs due later go back to `waiting`. Returns the wave and how many runs were
+/// withdrawn (cancelled).
+pub(super) async fn restage(
+    tx: &mut Tx,
+    wave: Vec<Claimed>,
+    waiting: &mut Vec<Claimed>,
+    now: DateTime<Utc>,
+) -> Result<(Vec<Claimed>, usize)> {
+    let ids: HashSet<&str> = wave
+        .iter()
+        .filter(|run| run.status == RunStatus::Pending)
+        .map(|run| run.schedule_id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Ok((wave, 0));
+    }
+    let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
+    let current = dispatch::schedule_revisions(&mut **tx, &ids).await?;
+    let revision = |run: &Claimed| current.get(&run.schedule_id).copied();
+    let (behind, mut live): (Vec<Claimed>, Vec<Claimed>) = wave
+        .into_iter()
+        .partition(|run| run.left_behind(revision(run)));
+    if behind.is_empty() {
+        return Ok((live, 0));
+    }
+    let kept = kairos_registrar::restage(tx, &behind, now).await?;
+    let mut withdrawn = 0;
+    for mut run in behind {
+        let Some(fire_at) = kept.get(&run.idempotency_key) else {
+            tracing::info!(key = %run.idempotency_key, schedule_id = %run.schedule_id,
+                "run withdrawn: its schedule changed while it was staged");
+            withdrawn += 1;
+            continue;
+        };
+        run.fire_at = *fire_at;
+        run.revision = revision(&run);
+        if run.fire_at <= now {
+            live.push(run);
+        } else {
+            waiting.push(run);
+        }
+    }
+    Ok((live, withdrawn))
+}
