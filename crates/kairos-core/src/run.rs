@@ -81,7 +81,25 @@ impl RunStatus {
     /// The statuses that hold a schedule ([`RunStatus::holds_schedule`]), for statements
     /// that bind the set rather than spell it.
     pub fn holding() -> impl Iterator<Item = RunStatus> {
-        RunStatus::ALL.into_iter().filter(|s| s.holds_schedule())
+        RunStatus::every(RunStatus::holds_schedule)
+    }
+
+    /// Every status in `phase`, in lifecycle order: what the store writes into its
+    /// statements as a group, so no statement spells one by hand.
+    pub fn every(phase: fn(RunStatus) -> bool) -> impl Iterator<Item = RunStatus> {
+        RunStatus::ALL.into_iter().filter(move |s| phase(*s))
+    }
+
+    /// The dispatcher publishes it once its `fire_at` comes: a first attempt (`PENDING`)
+    /// or the next one (`RETRYING`).
+    pub fn awaits_launch(self) -> bool {
+        matches!(self, RunStatus::Pending | RunStatus::Retrying)
+    }
+
+    /// A tick whose first attempt is not published yet (`PENDING`, or `QUEUED` behind a run
+    /// of its schedule): a write of the schedule may still cancel it.
+    pub fn planned(self) -> bool {
+        matches!(self, RunStatus::Pending | RunStatus::Queued)
     }
 
     /// Nothing moves it any more.

@@ -253,13 +253,14 @@ pub async fn retry_finished(
     if !matches!(run.status, RunStatus::Failed | RunStatus::TimedOut) {
         return Ok(Retried::NotRetryable(run));
     }
-    let holder: Option<String> = sqlx::query_scalar(
+    let holder: Option<String> = sqlx::query_scalar(&format!(
         "select b.idempotency_key from schedule_runs b \
          join schedules s on s.schedule_id = b.schedule_id \
          where b.schedule_id = $1 and b.idempotency_key <> $2 \
            and s.overlap_policy <> 'allow' \
-           and b.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING') limit 1",
-    )
+           and b.status in {} limit 1",
+        *crate::groups::HOLDING
+    ))
     .bind(&run.schedule_id)
     .bind(key)
     .fetch_optional(&mut *tx)

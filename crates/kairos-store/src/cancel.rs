@@ -13,8 +13,11 @@
 //! (`CANCELLED`, or a final status it reached first) or, with no report within the cancel
 //! timeout, by [`time_out`].
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
+
 use sqlx::PgConnection;
 
 use crate::runs::Run;
@@ -77,7 +80,7 @@ pub async fn request(
         #[sqlx(try_from = "String")]
         status: RunStatus,
     }
-    let before: Option<Before> = sqlx::query_as(REQUEST)
+    let before: Option<Before> = sqlx::query_as(&REQUEST)
         .bind(key)
         .bind(reason)
         .bind(pinned)
@@ -104,22 +107,24 @@ pub async fn request(
 /// `woken` tells dispatchers. Returns the status before.
 ///
 /// Parameters: $1 key, $2 reason, $3 pinned now, $4 wake-up channel.
-const REQUEST: &str = "
+static REQUEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "
 with cur as (
     select idempotency_key, status from schedule_runs where idempotency_key = $1 for update
 ), upd as (
     update schedule_runs r set
-        status = case when cur.status in ('PENDING', 'QUEUED', 'RETRYING') then 'CANCELLED'
+        status = case when cur.status in {unpublished} then 'CANCELLED'
                       else 'CANCELLING' end,
         reason = $2,
-        finished_at = case when cur.status in ('PENDING', 'QUEUED', 'RETRYING')
+        finished_at = case when cur.status in {unpublished}
                            then coalesce($3, clock_timestamp()) else r.finished_at end,
         cancel_requested_at = coalesce($3, clock_timestamp()),
         cancel_sent_at = null,
         updated_at = coalesce($3, clock_timestamp())
     from cur
     where r.idempotency_key = cur.idempotency_key
-      and cur.status in ('PENDING', 'QUEUED', 'RETRYING', 'ENQUEUED', 'STARTED')
+      and cur.status in {cancellable}
     returning r.schedule_id, r.status, r.exclusive, cur.status as before
 ), released as (
     update schedule_runs q set status = 'PENDING', reason = null,
@@ -133,7 +138,12 @@ with cur as (
 ), woken as (
     select pg_notify($4, '') from released
 )
-select cur.status from cur left join (select count(*) as n from woken) as w on true";
+select cur.status from cur left join (select count(*) as n from woken) as w on true",
+        unpublished = *crate::groups::UNPUBLISHED,
+        // Not final and not already being cancelled.
+        cancellable = crate::groups::list(|s| !s.terminal() && s != RunStatus::Cancelling),
+    )
+});
 
 /// A cancel message to send: a `CANCELLING` run the stream has not acknowledged one for.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use sqlx::{PgConnection, PgExecutor};
 
+use crate::groups::{AWAITING_LAUNCH, HOLDING};
 pub use crate::outcome::{Outcome, Settled, Unlaunchable};
 use crate::Result;
 
@@ -167,9 +168,10 @@ pub async fn claim(
     let sql = format!(
         "select {CLAIM_COLUMNS} from schedule_runs r \
          left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status in ('PENDING', 'RETRYING') and r.fire_at <= $4 \
+         where r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
          order by r.priority desc, r.fire_at, r.idempotency_key \
-         limit $3 for update of r skip locked"
+         limit $3 for update of r skip locked",
+        AWAITING_LAUNCH = *AWAITING_LAUNCH
     );
     Ok(sqlx::query_as(&sql)
         .bind(now)
@@ -274,16 +276,17 @@ pub async fn blockers(
         return Ok(HashMap::new());
     }
     // Per schedule: one probe of schedule_runs_in_flight and one of schedule_runs_queued.
-    let rows: Vec<Blockers> = sqlx::query_as(
+    let rows: Vec<Blockers> = sqlx::query_as(&format!(
         "select ids.id as schedule_id, \
            (select min(r.idempotency_key) from schedule_runs r where r.schedule_id = ids.id \
-              and r.status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING')) as in_flight, \
+              and r.status in {HOLDING}) as in_flight, \
            q.first_queued, coalesce(q.n, 0) as queued, s.max_queued \
          from unnest($1::text[]) as ids(id) \
          left join schedules s on s.schedule_id = ids.id \
          left join lateral (select min(w.fire_at) as first_queued, count(*) as n \
            from schedule_runs w where w.schedule_id = ids.id and w.status = 'QUEUED') q on true",
-    )
+        HOLDING = *HOLDING
+    ))
     .bind(schedule_ids)
     .fetch_all(&mut *tx)
     .await?;
@@ -378,7 +381,7 @@ pub async fn record(
     let published: Vec<Option<DateTime<Utc>>> =
         outcomes.iter().map(Outcome::published_at).collect();
     // The drift comes back with the update (no second statement on the hot path).
-    let drift = sqlx::query_scalar(
+    let drift = sqlx::query_scalar(&format!(
         "with moved as (update schedule_runs r set status = coalesce(v.status, r.status), \
            stream_seq = coalesce(v.stream_seq, r.stream_seq), \
            published_at = case when v.status = 'ENQUEUED' \
@@ -394,12 +397,13 @@ pub async fn record(
                      $6::bool[], $7::bool[], $9::timestamptz[]) \
            as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted, \
                 published_at) \
-         where r.idempotency_key = v.idempotency_key and r.status in ('PENDING', 'RETRYING') \
+         where r.idempotency_key = v.idempotency_key and r.status in {AWAITING_LAUNCH} \
            and r.run_at between $10 and $11 \
          returning r.status, r.source, r.run_at, r.published_at, r.attempt) \
          select extract(epoch from published_at - run_at)::float8 from moved \
          where status = 'ENQUEUED' and source = 'schedule' and attempt = 1",
-    )
+        AWAITING_LAUNCH = *AWAITING_LAUNCH
+    ))
     .bind(keys)
     .bind(statuses)
     .bind(seqs)
@@ -429,12 +433,13 @@ pub async fn next_due_in(
 ) -> Result<Option<std::time::Duration>> {
     // Served by the partial index schedule_runs_due (fire_at only): one index probe, from
     // `after` when given.
-    let seconds: Option<f64> = sqlx::query_scalar(
+    let seconds: Option<f64> = sqlx::query_scalar(&format!(
         "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
            clock_timestamp())), 0)::float8 \
-         from schedule_runs where status in ('PENDING', 'RETRYING') \
+         from schedule_runs where status in {AWAITING_LAUNCH} \
            and fire_at > coalesce($2::timestamptz, '-infinity')",
-    )
+        AWAITING_LAUNCH = *AWAITING_LAUNCH
+    ))
     .bind(pinned)
     .bind(after)
     .fetch_one(db)
@@ -520,19 +525,19 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
 pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar(&format!(
         "update schedule_runs q set status = 'PENDING', reason = null, updated_at = $1, \
            released_at = $1 \
          where q.status = 'QUEUED' and q.idempotency_key in ( \
            select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
            where w.status = 'QUEUED' \
              and not exists (select 1 from schedule_runs b where b.schedule_id = w.schedule_id \
-                             and (b.status in ('ENQUEUED', 'STARTED', 'RETRYING', \
-                                               'CANCELLING') \
+                             and (b.status in {HOLDING} \
                                   or (b.status = 'PENDING' and b.fire_at <= $1))) \
            order by w.schedule_id, w.fire_at, w.idempotency_key) \
          returning q.idempotency_key",
-    )
+        HOLDING = *HOLDING
+    ))
     .bind(now)
     .fetch_all(db)
     .await?)

@@ -15,6 +15,7 @@ pub mod calendars;
 pub mod cancel;
 pub mod chains;
 pub mod dispatch;
+mod groups;
 pub mod outbox;
 mod outcome;
 pub mod overview;

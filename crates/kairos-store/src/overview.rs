@@ -85,9 +85,10 @@ pub async fn in_flight(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Ve
     };
     let sql = format!(
         "select {RUN_COLUMNS} from schedule_runs \
-         where status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING') {extra} \
+         where status in {holding} {extra} \
          order by coalesce(started_at, published_at, fire_at), idempotency_key limit ${}",
-        binds.len() + 1
+        binds.len() + 1,
+        holding = *crate::groups::HOLDING
     );
     let mut query = sqlx::query_as(&sql);
     for value in binds {

@@ -268,10 +268,11 @@ async fn drop_day(db: &PgPool, partition: &DayPartition) -> Result<Option<u64>> 
     // One probe per hot partial index (claim, in flight, queued): together every status
     // that is not final.
     let live: bool = sqlx::query_scalar(&format!(
-        "select exists (select 1 from {name} where status in ('PENDING', 'RETRYING')) \
-           or exists (select 1 from {name} \
-                      where status in ('ENQUEUED', 'STARTED', 'RETRYING', 'CANCELLING')) \
-           or exists (select 1 from {name} where status = 'QUEUED')"
+        "select exists (select 1 from {name} where status in {awaiting}) \
+           or exists (select 1 from {name} where status in {holding}) \
+           or exists (select 1 from {name} where status = 'QUEUED')",
+        awaiting = *crate::groups::AWAITING_LAUNCH,
+        holding = *crate::groups::HOLDING
     ))
     .fetch_one(&mut *tx)
     .await?;

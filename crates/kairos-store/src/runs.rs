@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use sqlx::PgExecutor;
 
+use crate::groups::{PLANNED, REVIVABLE, UNPUBLISHED};
 use crate::Result;
 
 /// One row of `schedule_runs`.
@@ -140,15 +141,16 @@ pub async fn copy_priority(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> 
     if schedule_ids.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "update schedule_runs r set priority = l.priority \
          from (select w.idempotency_key, w.run_at, s.priority from schedule_runs w \
                join schedules s on s.schedule_id = w.schedule_id \
-               where s.schedule_id = any($1) and w.status in ('PENDING', 'RETRYING', 'QUEUED') \
+               where s.schedule_id = any($1) and w.status in {UNPUBLISHED} \
                  and w.priority <> s.priority \
                for update of w skip locked) l \
          where r.idempotency_key = l.idempotency_key and r.run_at = l.run_at",
-    )
+        UNPUBLISHED = *UNPUBLISHED,
+    ))
     .bind(schedule_ids)
     .execute(db)
     .await?;
@@ -220,13 +222,14 @@ pub async fn future_planned(
     schedule_ids: &[String],
     from: DateTime<Utc>,
 ) -> Result<Vec<PlannedRun>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as(&format!(
         "select idempotency_key, schedule_id, run_at, status from schedule_runs \
          where schedule_id = any($1) and run_at >= $2 and source = 'schedule' \
-           and published_at is null and status in ('PENDING', 'QUEUED', 'CANCELLED') \
+           and published_at is null and status in {REVIVABLE} \
            and cancel_requested_at is null \
          order by schedule_id, run_at for update skip locked",
-    )
+        REVIVABLE = *REVIVABLE,
+    ))
     .bind(schedule_ids)
     .bind(from)
     .fetch_all(db)
@@ -248,16 +251,17 @@ pub async fn keep_planned(
     if keys.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "update schedule_runs as r set fire_at = v.fire_at, updated_at = $3, \
            revision = (select s.revision from schedules s where s.schedule_id = r.schedule_id), \
            status = case when r.status = 'CANCELLED' then 'PENDING' else r.status end, \
            reason = case when r.status = 'CANCELLED' then null else r.reason end \
          from unnest($1::text[], $2::timestamptz[]) as v(idempotency_key, fire_at) \
          where r.idempotency_key = v.idempotency_key and r.published_at is null \
-           and r.status in ('PENDING', 'QUEUED', 'CANCELLED') \
+           and r.status in {REVIVABLE} \
            and r.cancel_requested_at is null",
-    )
+        REVIVABLE = *REVIVABLE,
+    ))
     .bind(keys)
     .bind(fire_ats)
     .bind(now)
@@ -279,10 +283,11 @@ pub async fn cancel(
     if keys.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "update schedule_runs set status = 'CANCELLED', reason = $2, updated_at = $3 \
-         where idempotency_key = any($1) and status in ('PENDING', 'QUEUED')",
-    )
+         where idempotency_key = any($1) and status in {PLANNED}",
+        PLANNED = *PLANNED,
+    ))
     .bind(keys)
     .bind(reason)
     .bind(now)
@@ -307,13 +312,14 @@ pub async fn cancel_unpublished(
     if schedule_ids.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "update schedule_runs r set status = 'CANCELLED', reason = $2, updated_at = $3 \
          from (select idempotency_key, run_at from schedule_runs \
-               where schedule_id = any($1) and status in ('PENDING', 'QUEUED') \
+               where schedule_id = any($1) and status in {PLANNED} \
                for update skip locked) l \
          where r.idempotency_key = l.idempotency_key and r.run_at = l.run_at",
-    )
+        PLANNED = *PLANNED,
+    ))
     .bind(schedule_ids)
     .bind(reason)
     .bind(now)
@@ -341,10 +347,11 @@ pub async fn unpublished_counts(
     db: impl PgExecutor<'_>,
     schedule_ids: &[String],
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as(&format!(
         "select schedule_id, count(*) from schedule_runs \
-         where schedule_id = any($1) and status in ('PENDING', 'QUEUED') group by schedule_id",
-    )
+         where schedule_id = any($1) and status in {PLANNED} group by schedule_id",
+        PLANNED = *PLANNED,
+    ))
     .bind(schedule_ids)
     .fetch_all(db)
     .await?)
