@@ -7,3 +7,47 @@
 -- column and for runs the planner did not write: the round then compares the schedule's
 -- revision when it claimed the run with the revision now.
 alter table schedule_runs add column revision bigint;
+
+-- Which schedules each write changed, and in which transaction: a dispatcher round reads,
+-- before each wave, only the writes its claim could not have seen (not visible in the
+-- snapshot it took before claiming), instead of reading the revision of every schedule of
+-- the wave at the tick. One row per statement (transition tables), so a deploy of 100,000
+-- schedules is one row. Rows older than ten minutes are of no use to any round (a round
+-- holds its runs for the pre-staging lead) and are deleted by the next write.
+create table schedule_writes (
+    xid          xid8 not null default pg_current_xact_id(),
+    written_at   timestamptz not null default now(),
+    schedule_ids text[] not null
+);
+
+create function kairos_schedule_writes() returns trigger language plpgsql as $$
+declare
+    ids text[];
+begin
+    if tg_op = 'UPDATE' then
+        select array_agg(n.schedule_id) into ids
+        from changed_new n join changed_old o on o.schedule_id = n.schedule_id
+        where n.revision is distinct from o.revision;
+    elsif tg_op = 'INSERT' then
+        select array_agg(schedule_id) into ids from changed_new;
+    else
+        select array_agg(schedule_id) into ids from changed_old;
+    end if;
+    if ids is not null then
+        delete from schedule_writes where ctid in (
+            select ctid from schedule_writes where written_at < now() - interval '10 minutes'
+            for update skip locked);
+        insert into schedule_writes (schedule_ids) values (ids);
+    end if;
+    return null;
+end $$;
+
+create trigger schedules_written_update after update on schedules
+    referencing old table as changed_old new table as changed_new
+    for each statement execute function kairos_schedule_writes();
+create trigger schedules_written_insert after insert on schedules
+    referencing new table as changed_new
+    for each statement execute function kairos_schedule_writes();
+create trigger schedules_written_delete after delete on schedules
+    referencing old table as changed_old
+    for each statement execute function kairos_schedule_writes();

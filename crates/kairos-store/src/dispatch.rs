@@ -69,6 +69,16 @@ pub struct Claimed {
 }
 
 impl Claimed {
+    /// Whether its schedule was already past the run's revision when it was claimed (a
+    /// write that found the run held by another transaction left it behind), or gone.
+    pub fn stale_at_claim(&self) -> bool {
+        match (self.revision, self.schedule_revision) {
+            (_, None) => self.source != RunSource::Api,
+            (Some(run), Some(schedule)) => run != schedule,
+            (None, Some(_)) => false,
+        }
+    }
+
     /// Whether a schedule now at `current` (`None`: deleted) has changed since this run was
     /// last checked against it: a `PENDING` run only (a retry's attempt was published
     /// before), and a write skips the runs a round holds, so the round must bring it in line
@@ -78,10 +88,43 @@ impl Claimed {
         self.status == RunStatus::Pending
             && match (checked, current) {
                 (_, None) => self.source != RunSource::Api,
-                (Some(checked), Some(current)) => checked < current,
+                (Some(checked), Some(current)) => checked != current,
                 (None, Some(_)) => false,
             }
     }
+}
+
+/// What a round's claim had seen of the schedule writes: the snapshot its transaction took
+/// before claiming. A write not visible in it may have skipped the claimed runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen(String);
+
+/// The snapshot to take, in the claim's transaction, just before claiming.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn seen(tx: &mut PgConnection) -> Result<Seen> {
+    let snapshot: String = sqlx::query_scalar("select pg_current_snapshot()::text")
+        .fetch_one(&mut *tx)
+        .await?;
+    Ok(Seen(snapshot))
+}
+
+/// The schedules written (updated, inserted or deleted) by transactions that have committed
+/// since `seen` was taken: one scan of `schedule_writes`, which holds a row per write
+/// statement of the last ten minutes.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn written_since(db: impl PgExecutor<'_>, seen: &Seen) -> Result<HashSet<String>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "select distinct unnest(schedule_ids) from schedule_writes \
+         where not pg_visible_in_snapshot(xid, $1::pg_snapshot)",
+    )
+    .bind(&seen.0)
+    .fetch_all(db)
+    .await?;
+    Ok(ids.into_iter().collect())
 }
 
 /// Locks again, in a later transaction of the same round, the claimed `runs` still waiting

@@ -114,7 +114,10 @@ impl RunRows {
 /// policy, if any, at their schedule's revision, skipping keys that exist (invariant 1). Returns how many rows were written.
 /// The conflict target is the primary key `(idempotency_key, run_at)`: a tick key is
 /// sha256 of the schedule and the tick's epoch seconds, so it conflicts exactly when the key
-/// exists.
+/// exists. Keys already stored are left out before the insert: `on conflict` waits for the
+/// transaction of a conflicting row that is being updated (a schedule write keeping its
+/// planned runs), and a planner waiting there holds its claimed schedules, so writes to
+/// them would wait in turn; the `on conflict` stays for keys inserted concurrently.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails (a CHECK, e.g. a fractional run_at).
@@ -137,6 +140,8 @@ pub async fn insert_runs(
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          left join schedules sc on sc.schedule_id = t.s \
+         where not exists (select 1 from schedule_runs e \
+                           where e.idempotency_key = t.k and e.run_at = t.r) \
          on conflict (idempotency_key, run_at) do nothing",
     )
     .bind(&rows.idempotency_keys)

@@ -180,10 +180,13 @@ impl<L: RunLauncher> Dispatcher<L> {
         let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, None).await?;
         let deadline = self.config.launch_deadline.as_secs_f64();
+        let seen = dispatch::seen(&mut tx).await?;
         let Some(claimed) = dispatch::claim_key(&mut tx, key, now, deadline).await? else {
             return Ok(Round::default());
         };
-        let round = self.dispatch(tx, vec![claimed], Release::Now(now)).await?;
+        let round = self
+            .dispatch(tx, vec![claimed], &seen, Release::Now(now))
+            .await?;
         round.finished(started);
         Ok(round)
     }

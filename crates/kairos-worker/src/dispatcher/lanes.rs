@@ -33,6 +33,8 @@ use crate::metrics::BatchTimer;
 pub(super) struct Held {
     tx: Tx,
     claimed: Vec<Claimed>,
+    /// What the claim had seen of schedule writes.
+    seen: dispatch::Seen,
     clock: DbClock,
     started: BatchTimer,
     /// The lane it occupies; freed when the round ends, whatever its outcome.
@@ -205,6 +207,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let due_by = now + TimeDelta::from_std(lead).unwrap_or_default();
         let deadline = self.config.launch_deadline.as_secs_f64();
         let limit = self.config.batch_size;
+        let seen = dispatch::seen(&mut tx).await?;
         let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
         if claimed.is_empty() {
             return Ok((due_by, None));
@@ -212,6 +215,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let held = Held {
             tx,
             claimed,
+            seen,
             clock,
             started,
             lane: None,
@@ -228,11 +232,14 @@ impl<L: RunLauncher> Dispatcher<L> {
         let Held {
             tx,
             claimed,
+            seen,
             clock,
             started,
             lane,
         } = held;
-        let round = self.dispatch(tx, claimed, Release::WhenDue(clock)).await?;
+        let round = self
+            .dispatch(tx, claimed, &seen, Release::WhenDue(clock))
+            .await?;
         drop(lane);
         round.finished(started);
         if round.cancels > 0 {

@@ -8,23 +8,31 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
-use kairos_store::dispatch::{self, Claimed};
+use kairos_store::dispatch::{self, Claimed, Seen};
 use kairos_store::Tx;
 
 use super::Result;
 
 /// The wave to decide now, after the runs left behind by a schedule write are restaged;
-/// kept runs due later go back to `waiting`. Returns the wave and how many runs were
-/// withdrawn (cancelled).
+/// kept runs due later go back to `waiting`. Only the schedules written since the claim
+/// (`seen`), or already past a run's revision when it was claimed, are read again: at a
+/// burst's tick that is one scan of a table of recent writes, not a read of every schedule
+/// of the wave. Returns the wave and how many runs were withdrawn (cancelled).
 pub(super) async fn restage(
     tx: &mut Tx,
     wave: Vec<Claimed>,
     waiting: &mut Vec<Claimed>,
+    seen: &Seen,
     now: DateTime<Utc>,
 ) -> Result<(Vec<Claimed>, usize)> {
+    let written = dispatch::written_since(&mut **tx, seen).await?;
+    let suspect = |run: &Claimed| {
+        run.status == RunStatus::Pending
+            && (written.contains(&run.schedule_id) || run.stale_at_claim())
+    };
     let ids: HashSet<&str> = wave
         .iter()
-        .filter(|run| run.status == RunStatus::Pending)
+        .filter(|run| suspect(run))
         .map(|run| run.schedule_id.as_str())
         .collect();
     if ids.is_empty() {
@@ -35,7 +43,7 @@ pub(super) async fn restage(
     let revision = |run: &Claimed| current.get(&run.schedule_id).copied();
     let (behind, mut live): (Vec<Claimed>, Vec<Claimed>) = wave
         .into_iter()
-        .partition(|run| run.left_behind(revision(run)));
+        .partition(|run| suspect(run) && run.left_behind(revision(run)));
     if behind.is_empty() {
         return Ok((live, 0));
     }
@@ -50,6 +58,7 @@ pub(super) async fn restage(
         };
         run.fire_at = *fire_at;
         run.revision = revision(&run);
+        run.schedule_revision = run.revision;
         if run.fire_at <= now {
             live.push(run);
         } else {

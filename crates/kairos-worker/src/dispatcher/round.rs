@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_launcher::RunLauncher;
-use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Settled, Unlaunchable};
+use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unlaunchable};
 use kairos_store::Tx;
 
 use super::clock::{DbClock, Stamp};
@@ -75,6 +75,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         &self,
         mut tx: Tx,
         claimed: Vec<Claimed>,
+        seen: &Seen,
         release: Release,
     ) -> Result<Round> {
         let Some(span) = RunSpan::of(&claimed) else {
@@ -86,7 +87,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
         let (mut cancels, mut withdrawn) = (0, 0);
         while let Some(wave) = release.next_wave(&mut waiting).await {
-            let (wave, gone) = restage(&mut tx, wave, &mut waiting, release.now()).await?;
+            let (wave, gone) = restage(&mut tx, wave, &mut waiting, seen, release.now()).await?;
             withdrawn += gone;
             if wave.is_empty() {
                 continue;
