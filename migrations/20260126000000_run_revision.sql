@@ -3,10 +3,24 @@
 -- waits for a dispatcher round (it skips the runs a round holds locked, since a round holds
 -- its pre-staged runs until their tick); a round publishes a PENDING run only while its
 -- schedule is still at the run's revision, and brings one left behind by such a write in
--- line first (cancelled, or kept with its new fire_at). NULL for runs written before this
--- column and for runs the planner did not write: the round then compares the schedule's
--- revision when it claimed the run with the revision now.
+-- line first (cancelled, or kept with its new fire_at). NULL only for runs of no schedule
+-- (the run launcher's).
 alter table schedule_runs add column revision bigint;
+
+-- The runs not yet published take their schedule's revision now; a run written without one
+-- (a trigger-now, a backfill, a chained run: every writer but the planner, which sets it)
+-- takes its schedule's revision as it is written.
+update schedule_runs r set revision = s.revision from schedules s
+ where s.schedule_id = r.schedule_id and r.status in ('PENDING', 'QUEUED');
+
+create function kairos_run_revision() returns trigger language plpgsql as $$
+begin
+    new.revision := (select s.revision from schedules s where s.schedule_id = new.schedule_id);
+    return new;
+end $$;
+
+create trigger schedule_runs_revision before insert on schedule_runs
+    for each row when (new.revision is null) execute function kairos_run_revision();
 
 -- Which schedules each write changed, and in which transaction: a dispatcher round reads,
 -- before each wave, only the writes its claim could not have seen (not visible in the

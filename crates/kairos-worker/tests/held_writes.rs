@@ -171,3 +171,38 @@ async fn each_wave_is_committed_before_the_round_waits_for_the_next() {
     let round = round.await.expect("join");
     assert_eq!((round.claimed, round.enqueued), (2, 2), "{round:?}");
 }
+
+#[tokio::test]
+async fn a_run_a_write_skipped_is_restaged_by_the_round_that_claims_it_later() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (_server, launcher) = nats().await;
+    workflow(&pool).await;
+    let registrar = Registrar::new(pool.clone(), Settings::default());
+    registrar
+        .upsert(&every_second("paused"))
+        .await
+        .expect("upsert");
+    let held = key(1);
+    run(&pool, &held, "paused", -0.5).await;
+    // Another transaction holds the run (a round that then fails) while the schedule is
+    // paused: the pause skips it.
+    let mut elsewhere = pool.begin().await.expect("begin");
+    sqlx::query("select 1 from schedule_runs where idempotency_key = $1 for update")
+        .bind(&held)
+        .execute(&mut *elsewhere)
+        .await
+        .expect("hold the run");
+    registrar.set_paused("paused", true).await.expect("pause");
+    elsewhere.rollback().await.expect("the holder gives up");
+    assert_eq!(statuses(&pool).await[&held], RunStatus::Pending);
+
+    let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
+    let round = dispatcher.round().await.expect("round");
+    assert_eq!((round.withdrawn, round.enqueued), (1, 0), "{round:?}");
+    assert_eq!(statuses(&pool).await[&held], RunStatus::Cancelled);
+    assert_eq!(
+        field(&pool, &held, "reason").await.as_deref(),
+        Some("paused")
+    );
+}
