@@ -204,14 +204,7 @@ struct QueuedRun {
 }
 
 async fn queued_runs(scratch: &Scratch) -> Result<Vec<QueuedRun>> {
-    let rows: Vec<(
-        String,
-        DateTime<Utc>,
-        String,
-        Option<String>,
-        Option<DateTime<Utc>>,
-        Option<DateTime<Utc>>,
-    )> = sqlx::query_as(
+    let rows: Vec<QueuedRow> = sqlx::query_as(
         "select idempotency_key, run_at, status, reason, published_at, started_at \
          from schedule_runs where schedule_id = $1 order by run_at",
     )
@@ -232,6 +225,16 @@ async fn queued_runs(scratch: &Scratch) -> Result<Vec<QueuedRun>> {
         )
         .collect())
 }
+
+/// A row of [`queued_runs`]: key, tick, status, reason, published, started.
+type QueuedRow = (
+    String,
+    DateTime<Utc>,
+    String,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+);
 
 fn ms(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
     (to - from).num_microseconds().unwrap_or(0) as f64 / 1000.0
