@@ -163,6 +163,8 @@ pub struct Batches {
     pub reports: f64,
     /// Seconds they took (lock, decide, write, commit).
     pub seconds: f64,
+    /// Times a report was put off because another transaction held its run.
+    pub held: f64,
 }
 
 /// Reads [`Batches`] from the instances at `urls`.
@@ -184,6 +186,7 @@ pub async fn batches(urls: &[String]) -> Batches {
         total.count += value("kairos_status_batch_reports_count ");
         total.reports += value("kairos_status_batch_reports_sum ");
         total.seconds += value("kairos_status_batch_duration_seconds_sum ");
+        total.held += value("kairos_status_reports_held_total ");
     }
     total
 }
@@ -193,11 +196,13 @@ pub fn print_batches(batches: Batches) {
     if batches.count > 0.0 {
         println!(
             "status batches over the run, all instances: {:.0} batches, {:.0} reports per \
-             batch, {:.1} ms per batch, {:.0} reports/s while a batch was being written",
+             batch, {:.1} ms per batch, {:.0} reports/s while a batch was being written; \
+             reports put off because their run was held: {:.0}",
             batches.count,
             batches.reports / batches.count,
             1000.0 * batches.seconds / batches.count,
-            batches.reports / batches.seconds
+            batches.reports / batches.seconds,
+            batches.held
         );
     }
 }

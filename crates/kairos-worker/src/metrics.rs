@@ -51,6 +51,10 @@ pub const DISPATCHER_ROUND_DURATION: &str = "kairos_dispatcher_round_duration_se
 pub const STATUS_BATCH_DURATION: &str = "kairos_status_batch_duration_seconds";
 /// Histogram: reports per status batch recorded.
 pub const STATUS_BATCH_SIZE: &str = "kairos_status_batch_reports";
+/// Counter: status reports put off because another transaction held their run (a
+/// dispatcher round that has not committed its publish, or another instance's batch), each
+/// time one is put off.
+pub const STATUS_REPORTS_HELD: &str = "kairos_status_reports_held_total";
 /// Gauge, always 1: the running build, by `version`.
 pub const BUILD_INFO: &str = "kairos_build_info";
 
@@ -247,6 +251,10 @@ pub fn describe() {
         "Unpaused schedules whose next_run_at is within the planner lookahead"
     );
     describe_counter!(RUNS_PLANNED, "Run rows written by the planner");
+    describe_counter!(
+        STATUS_REPORTS_HELD,
+        "Status reports put off because another transaction held their run"
+    );
     describe_counter!(RUNS_EMITTED, "Runs published and acknowledged (ENQUEUED)");
     describe_counter!(RUNS_SKIPPED, "Ticks that did not fire, by reason");
     describe_counter!(RUNS_QUEUED, "Runs queued behind an in-flight run");
@@ -359,6 +367,11 @@ pub fn pass_duration(elapsed: Duration) {
 pub fn status_batch(reports: usize, elapsed: Duration) {
     metrics::histogram!(STATUS_BATCH_DURATION).record(elapsed.as_secs_f64());
     metrics::histogram!(STATUS_BATCH_SIZE).record(reports as f64);
+}
+
+/// `n` status reports were put off: another transaction held their runs.
+pub fn reports_held(n: usize) {
+    metrics::counter!(STATUS_REPORTS_HELD).increment(n as u64);
 }
 
 /// A dispatcher round that claimed runs took `elapsed`.

@@ -121,6 +121,7 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
         }
         if !batch.is_empty() {
             let busy = apply_batch(&pool, batch).await;
+            crate::metrics::reports_held(busy.len());
             held.hold(busy, Instant::now());
         }
     }
