@@ -29,6 +29,21 @@ fn statuses_in(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Every list in `text` that starts after `open` and ends at `close` (at least one) is the
+/// set of statuses that hold a schedule.
+fn assert_every_list_holding(text: &str, open: &str, close: char) {
+    let lists: Vec<&str> = text.split(open).skip(1).collect();
+    assert!(!lists.is_empty(), "no {open} in {text}");
+    for list in lists {
+        let list = list.split(close).next().unwrap_or_default();
+        assert_eq!(
+            statuses_in(list),
+            phase(RunStatus::holds_schedule),
+            "{text}"
+        );
+    }
+}
+
 #[sqlx::test(migrator = "kairos_store::MIGRATOR")]
 async fn partial_indexes_and_the_in_flight_trigger_are_built_on_the_core_phases(pool: PgPool) {
     let indexes: Vec<(String, String)> = sqlx::query_as(
@@ -59,16 +74,7 @@ async fn partial_indexes_and_the_in_flight_trigger_are_built_on_the_core_phases(
     .fetch_one(&pool)
     .await
     .expect("the one-in-flight trigger function");
-    let lists: Vec<&str> = trigger.split("status in (").skip(1).collect();
-    assert!(!lists.is_empty(), "{trigger}");
-    for list in lists {
-        let list = list.split(')').next().unwrap_or_default();
-        assert_eq!(
-            statuses_in(list),
-            phase(RunStatus::holds_schedule),
-            "{list}"
-        );
-    }
+    assert_every_list_holding(&trigger, "status in (", ')');
     // And the conditions that decide when that function runs.
     let conditions: Vec<String> = sqlx::query_scalar(
         "select pg_get_triggerdef(t.oid) from pg_trigger t \
@@ -80,15 +86,6 @@ async fn partial_indexes_and_the_in_flight_trigger_are_built_on_the_core_phases(
     .expect("the one-in-flight triggers");
     assert_eq!(conditions.len(), 3, "{conditions:?}");
     for condition in &conditions {
-        let lists: Vec<&str> = condition.split("ARRAY[").skip(1).collect();
-        assert!(!lists.is_empty(), "{condition}");
-        for list in lists {
-            let list = list.split(']').next().unwrap_or_default();
-            assert_eq!(
-                statuses_in(list),
-                phase(RunStatus::holds_schedule),
-                "{condition}"
-            );
-        }
+        assert_every_list_holding(condition, "ARRAY[", ']');
     }
 }

@@ -8,15 +8,15 @@
 
 mod dispatcher_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use dispatcher_support::{config, field, key, nats, run, statuses, until, workflow};
 use kairos_core::{jitter_offset, RunKey, RunStatus};
+use kairos_launcher::NatsLauncher;
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::PgPool;
 use kairos_testkit::{sqlx, TestDb};
-use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::dispatcher::{Dispatcher, Round};
 
 fn every_second(id: &str) -> ScheduleInput {
     ScheduleInput {
@@ -45,6 +45,15 @@ async fn unlocked(pool: &PgPool, keys: &[String]) -> Vec<String> {
     .expect("probe")
 }
 
+/// One dispatcher round with a 12 s pre-staging lead, running in the background: it claims
+/// the runs due within the lead and holds them until their tick.
+fn prestaged_round(pool: &PgPool, launcher: NatsLauncher) -> tokio::task::JoinHandle<Round> {
+    let mut config = config();
+    config.prestage = Duration::from_secs(12);
+    let dispatcher = Dispatcher::new(pool.clone(), launcher, config);
+    tokio::spawn(async move { dispatcher.round().await.expect("round") })
+}
+
 #[tokio::test]
 async fn writes_answer_while_a_round_holds_their_runs_and_the_round_restages_them() {
     let db = TestDb::new().await;
@@ -63,13 +72,7 @@ async fn writes_answer_while_a_round_holds_their_runs_and_the_round_restages_the
         run(&pool, key, id, 6.0).await;
     }
     // A round pre-stages the five runs (lead 12 s) and holds them until their tick, 6 s on.
-    let mut config = config();
-    config.prestage = Duration::from_secs(12);
-    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, config));
-    let round = tokio::spawn({
-        let dispatcher = dispatcher.clone();
-        async move { dispatcher.round().await.expect("round") }
-    });
+    let round = prestaged_round(&pool, launcher);
     until(
         Duration::from_secs(5),
         "the round to hold the runs",
@@ -148,13 +151,7 @@ async fn each_wave_is_committed_before_the_round_waits_for_the_next() {
     let (first, later) = (key(1), key(2));
     run(&pool, &first, "s", 1.0).await;
     run(&pool, &later, "s", 8.0).await;
-    let mut config = config();
-    config.prestage = Duration::from_secs(12);
-    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, config));
-    let round = tokio::spawn({
-        let dispatcher = dispatcher.clone();
-        async move { dispatcher.round().await.expect("round") }
-    });
+    let round = prestaged_round(&pool, launcher);
     until(
         Duration::from_secs(6),
         "the first wave to commit",
