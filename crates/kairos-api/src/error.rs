@@ -250,13 +250,7 @@ fn problem(
 
 /// Logs the whole error chain and answers 500 without detail.
 fn internal(err: &(dyn std::error::Error + 'static)) -> Response {
-    let mut chain = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
-        source = cause.source();
-    }
+    let chain = kairos_core::error_chain(err);
     tracing::error!(error = %chain, "request failed");
     problem(
         StatusCode::INTERNAL_SERVER_ERROR,

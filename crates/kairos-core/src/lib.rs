@@ -14,8 +14,10 @@
 //! - [`judge`]: what an executor's report does to a run ([`Verdict`]), the one rule every
 //!   status channel applies.
 //! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
+//! - [`error_chain`]: an error and its causes on one line, for logs.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 
+mod chain;
 mod exclusion;
 mod id;
 mod key;
@@ -30,6 +32,7 @@ mod timetable;
 mod transition;
 mod zone;
 
+pub use chain::error_chain;
 pub use exclusion::{
     parse_date, ExcludedBy, Exclusion, ExclusionError, Exclusions, NamedCalendar,
     MAX_CALENDAR_DATES, MAX_EXCLUDE_ENTRIES,

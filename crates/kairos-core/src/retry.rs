@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use sha2::{Digest, Sha256};
 
 use crate::Problem;
@@ -161,6 +163,20 @@ impl RetryPolicy {
             }
         };
         Some(Duration::from_secs_f64(seconds))
+    }
+
+    /// When the attempt after `failed` starts, counted from `now`, or `None` when `failed`
+    /// was the last attempt (the run is dead-lettered). A negative attempt number, which
+    /// no stored run has, counts as the first.
+    pub fn next_attempt_at(
+        &self,
+        failed: i32,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let failed = u32::try_from(failed).unwrap_or(1);
+        let wait = self.delay_after(failed, key)?;
+        Some(now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX))
     }
 }
 

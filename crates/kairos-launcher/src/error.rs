@@ -69,15 +69,3 @@ impl Error {
         )
     }
 }
-
-/// An error and its causes on one line (`err: cause: cause`), for logs and readiness.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}

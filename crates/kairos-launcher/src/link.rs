@@ -65,7 +65,7 @@ impl NatsLink {
                     return;
                 }
                 Err(err) => {
-                    let reason = crate::error::chain(&err);
+                    let reason = kairos_core::error_chain(&err);
                     tracing::warn!(url = %config.url, error = %reason,
                         retry_ms = pause.as_millis() as u64, "nats not reachable; retrying");
                     *self.last_error.lock().expect("lock") = Some(reason);

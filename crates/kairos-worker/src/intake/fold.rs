@@ -184,15 +184,12 @@ fn after_failure(entry: &LockedRun, report: &StatusReport, now: DateTime<Utc>) -
     if report.retryable == Some(false) {
         return AfterFailure::DeadLetter;
     }
-    let attempt = u32::try_from(run.attempt).unwrap_or(1);
     match entry
         .failure
         .retry_policy()
-        .delay_after(attempt, &run.idempotency_key)
+        .next_attempt_at(run.attempt, &run.idempotency_key, now)
     {
-        Some(wait) => AfterFailure::Retry(
-            now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX),
-        ),
+        Some(at) => AfterFailure::Retry(at),
         None => AfterFailure::DeadLetter,
     }
 }
