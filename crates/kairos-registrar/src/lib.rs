@@ -25,6 +25,7 @@ mod chains;
 pub mod dag;
 mod dry_run;
 mod error;
+pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
 mod input;

@@ -17,10 +17,11 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, Utc};
 use kairos_core::{validate_id, Problem, Reported, RunSource, RunStatus};
 use kairos_launcher::status::{Disposition, StatusMessage};
+use kairos_registrar::fields::Fields;
 use kairos_store::dispatch::{self, ApiRun};
 use kairos_store::status::{Applied, StatusReport};
 use kairos_store::{runs, wakeups, PgPool, Tx};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::dispatcher::DispatchNow;
 use crate::metrics::{self, StatusOutcome};
@@ -64,91 +65,35 @@ pub const MAX_ID_TEXT: usize = 200;
 /// Longest `error`.
 pub const MAX_ERROR_TEXT: usize = 8192;
 
-/// The fields of a status report (`schemas/status.schema.json`).
-const FIELDS: [&str; 7] = [
-    "status",
-    "idempotency_key",
-    "attempt",
-    "run_id",
-    "executor_id",
-    "error",
-    "retryable",
-];
-
 /// Parses a status report about run `key` (from the path or the subject) out of a JSON
 /// body. Every broken rule is returned, each naming its field.
 ///
 /// # Errors
 /// The problems, when there is at least one.
 pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem>> {
-    let mut problems = Vec::new();
+    let mut fields = Fields::new(body.clone(), "");
     if let Err(err) = validate_id("idempotency_key", key) {
-        problems.push(Problem::new("idempotency_key", err.to_string()));
+        fields.absorb(vec![Problem::new("idempotency_key", err.to_string())]);
     }
-    let Some(fields) = body.as_object() else {
-        problems.push(Problem::new("body", "must be a JSON object"));
-        return Err(problems);
-    };
-    for name in fields.keys() {
-        if !FIELDS.contains(&name.as_str()) {
-            problems.push(Problem::new(
-                name.clone(),
-                "is not a field of a status report",
-            ));
-        }
-    }
-    if let Some(body_key) = text(fields, "idempotency_key", 1, 200, &mut problems) {
+    if let Some(body_key) = fields.text("idempotency_key", false, 1, 200) {
         if body_key != key {
-            problems.push(Problem::new(
+            fields.problem(
                 "idempotency_key",
                 "must equal the key in the path or subject",
-            ));
+            );
         }
     }
-    let status = match fields.get("status") {
-        None | Some(Value::Null) => {
-            problems.push(Problem::new("status", "is required"));
-            None
-        }
-        Some(Value::String(name)) => match name.parse::<Reported>() {
-            Ok(reported) => Some(reported),
-            Err(err) => {
-                problems.push(Problem::new(
-                    "status",
-                    format!("must be one of {}", err.allowed),
-                ));
-                None
-            }
-        },
-        Some(_) => {
-            problems.push(Problem::new("status", "must be a string"));
-            None
-        }
-    };
-    let run_id = text(fields, "run_id", 1, MAX_ID_TEXT, &mut problems);
-    let executor_id = text(fields, "executor_id", 1, MAX_ID_TEXT, &mut problems);
-    let error = text(fields, "error", 0, MAX_ERROR_TEXT, &mut problems);
-    let attempt = match fields.get("attempt") {
-        None | Some(Value::Null) => None,
-        Some(value) => match whole_u32(value) {
-            Some(n) if n >= 1 => Some(n),
-            _ => {
-                problems.push(Problem::new(
-                    "attempt",
-                    "must be a whole number of at least 1",
-                ));
-                None
-            }
-        },
-    };
-    let retryable = match fields.get("retryable") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(flag)) => Some(*flag),
-        Some(_) => {
-            problems.push(Problem::new("retryable", "must be true or false"));
-            None
-        }
-    };
+    let status = fields.string("status", true).and_then(|name| {
+        name.parse::<Reported>()
+            .map_err(|err| fields.problem("status", format!("must be one of {}", err.allowed)))
+            .ok()
+    });
+    let run_id = fields.text("run_id", false, 1, MAX_ID_TEXT);
+    let executor_id = fields.text("executor_id", false, 1, MAX_ID_TEXT);
+    let error = fields.text("error", false, 0, MAX_ERROR_TEXT);
+    let attempt = fields.positive("attempt", false);
+    let retryable = fields.boolean("retryable", false);
+    let problems = fields.finish();
     match status {
         Some(status) if problems.is_empty() => Ok(StatusReport {
             status,
@@ -159,52 +104,6 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
             error,
         }),
         _ => Err(problems),
-    }
-}
-
-/// A JSON number without a fraction (`2` or `2.0`, as JSON Schema's `integer`) that fits in
-/// a `u32`.
-fn whole_u32(value: &Value) -> Option<u32> {
-    let n = value.as_u64().or_else(|| {
-        let f = value.as_f64()?;
-        (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u64)
-    })?;
-    u32::try_from(n).ok()
-}
-
-/// An optional text field of `min..=max` characters with no NUL (PostgreSQL cannot store
-/// one, so it is refused here rather than failing at the database).
-fn text(
-    fields: &Map<String, Value>,
-    name: &str,
-    min: usize,
-    max: usize,
-    problems: &mut Vec<Problem>,
-) -> Option<String> {
-    match fields.get(name) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(value)) => {
-            let len = value.chars().count();
-            if len < min || len > max {
-                problems.push(Problem::new(
-                    name,
-                    format!("must be {min} to {max} characters"),
-                ));
-                None
-            } else if value.contains('\0') {
-                problems.push(Problem::new(
-                    name,
-                    "must not contain NUL characters (\\u0000)",
-                ));
-                None
-            } else {
-                Some(value.clone())
-            }
-        }
-        Some(_) => {
-            problems.push(Problem::new(name, "must be a string"));
-            None
-        }
     }
 }
 
