@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use async_nats::jetstream;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
@@ -80,25 +80,10 @@ pub async fn run(args: &Args, scratch: &Scratch, fleet: &Fleet) -> Result<()> {
 }
 
 async fn deploy(client: &reqwest::Client, url: &str, args: &Args, flip: bool) -> Result<()> {
-    let body = serde_json::json!({
-        "dag": {"nodes": [{"id": "noop"}]},
-        "schedules": schedules(args, flip),
-    });
-    let answer = client
-        .put(format!("{url}/workflows/{WORKFLOW}/versions/1"))
-        .json(&body)
-        .timeout(Duration::from_secs(60))
-        .send()
+    let schedules = schedules(args, flip);
+    kairos_testkit::deploy::workflow(client, url, WORKFLOW, schedules, Duration::from_secs(60))
         .await
-        .context("deploy")?;
-    if !answer.status().is_success() {
-        bail!(
-            "deploy answered {}: {}",
-            answer.status(),
-            answer.text().await?
-        );
-    }
-    Ok(())
+        .map_err(anyhow::Error::msg)
 }
 
 /// Upserts one every-second schedule twice a second, and deploys every fifth write, for

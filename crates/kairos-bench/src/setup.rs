@@ -189,22 +189,16 @@ pub async fn deploy(args: &Args, fleet: &mut Fleet) -> Result<Deploy> {
                 schedule
             })
             .collect();
-        let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});
-        let url = format!("{}/workflows/{WORKFLOW}-{w}/versions/1", fleet.base_url(0));
-        let answer = client
-            .put(&url)
-            .json(&body)
-            .timeout(Duration::from_secs(600))
-            .send()
-            .await
-            .with_context(|| format!("deploy to {url}"))?;
-        if !answer.status().is_success() {
-            bail!(
-                "deploy answered {}: {}",
-                answer.status(),
-                answer.text().await?
-            );
-        }
+        let workflow = format!("{WORKFLOW}-{w}");
+        kairos_testkit::deploy::workflow(
+            &client,
+            &fleet.base_url(0),
+            &workflow,
+            schedules,
+            Duration::from_secs(600),
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
     }
     let elapsed = started.elapsed();
     let rss_hwm_mib = fleet

@@ -243,23 +243,16 @@ async fn deploy(args: &Args, base_url: &str) -> Result<()> {
             })
         })
         .collect();
-    let body = serde_json::json!({"dag": {"nodes": [{"id": "noop"}]}, "schedules": schedules});
-    let url = format!("{base_url}/workflows/chaos/versions/1");
-    let answer = reqwest::Client::new()
-        .put(&url)
-        .json(&body)
-        .timeout(Duration::from_secs(120))
-        .send()
-        .await
-        .with_context(|| format!("deploy to {url}"))?;
-    if !answer.status().is_success() {
-        bail!(
-            "deploy answered {}: {}",
-            answer.status(),
-            answer.text().await?
-        );
-    }
-    Ok(())
+    let client = reqwest::Client::new();
+    kairos_testkit::deploy::workflow(
+        &client,
+        base_url,
+        "chaos",
+        schedules,
+        Duration::from_secs(120),
+    )
+    .await
+    .map_err(anyhow::Error::msg)
 }
 
 /// Once no instance publishes any more: waits until the executor received every message

@@ -3,10 +3,12 @@
 //! [`NatsServer`] spawns a real `nats-server` with JetStream on a port of its own choosing
 //! and its own store directory, so tests run in parallel and can stop and restart their
 //! server. [`NatsCluster`] is three of them routed into one JetStream cluster. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
-//! [`prometheus::sample`] reads one series out of a `/metrics` text.
+//! [`prometheus::sample`] reads one series out of a `/metrics` text. [`deploy::workflow`] is
+//! the deploy call of the bench and the chaos suite.
 
 mod cluster;
 mod db;
+pub mod deploy;
 pub mod prometheus;
 mod protocol;
 
