@@ -1,8 +1,9 @@
 //! Wiring of the NATS-facing roles of `kairos serve`: the connection from `[nats]` (made in
 //! the background, so every role starts while NATS is unreachable), the `dispatcher` role
-//! (`kairos_worker::dispatcher`) and the `status` role (the durable consumer on
-//! `<prefix>.status.>` feeding the worker's run intake). Both wait for the connection and
-//! then begin on their own; planning never waits on NATS.
+//! (`kairos_worker::dispatcher`, and beside it `kairos_worker::sweep`: time-outs, cancels,
+//! lost launches, queued releases and dead letters) and the `status` role (the durable
+//! consumer on `<prefix>.status.>` feeding the worker's run intake). Each waits for the
+//! connection and then begins on its own; planning never waits on NATS.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use kairos_launcher::{NatsConfig, NatsLink};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 use kairos_worker::intake::Intake;
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 
 use crate::config::Config;
 
@@ -41,12 +43,20 @@ fn dispatcher_config(config: &Config) -> DispatcherConfig {
         Duration::from_millis(scheduler.tick_ms),
         Duration::from_secs(scheduler.launch_deadline_s),
     );
-    dispatcher.start_timeout = Duration::from_secs(scheduler.start_timeout_s);
-    dispatcher.max_republish = scheduler.max_republish;
     dispatcher.prestage = Duration::from_millis(scheduler.prestage_ms);
     dispatcher.lanes = scheduler.dispatch_lanes as usize;
-    dispatcher.cancel_timeout = Duration::from_secs(scheduler.cancel_timeout_s);
     dispatcher
+}
+
+/// The sweeper's knobs from `[scheduler]`.
+fn sweep_config(config: &Config) -> SweepConfig {
+    let scheduler = &config.scheduler;
+    SweepConfig {
+        start_timeout: Duration::from_secs(scheduler.start_timeout_s),
+        max_republish: scheduler.max_republish,
+        cancel_timeout: Duration::from_secs(scheduler.cancel_timeout_s),
+        ..SweepConfig::default()
+    }
 }
 
 /// Resolves with the launcher once `link` is connected, or with `None` when `stopped`
@@ -82,6 +92,27 @@ pub async fn run_dispatcher(
     tracing::info!("dispatcher started");
     dispatcher.run(stopped).await.context("dispatcher")?;
     tracing::info!("dispatcher stopped");
+    Ok(())
+}
+
+/// The sweeper, beside the dispatcher: waits for NATS, then sweeps until `stopped`; the
+/// sweep in progress finishes.
+///
+/// # Errors
+/// Never in practice (sweeps log their failures and retry).
+pub async fn run_sweeper(
+    config: Config,
+    pool: PgPool,
+    link: NatsLink,
+    stopped: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    tokio::pin!(stopped);
+    let Some(launcher) = connected(&link, &mut stopped).await else {
+        return Ok(());
+    };
+    let sweeper = Sweeper::new(pool, launcher, sweep_config(&config));
+    tracing::info!("sweeper started");
+    sweeper.run(stopped).await;
     Ok(())
 }
 

@@ -129,6 +129,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         if let (true, Some(link)) = (runs("dispatcher"), &link) {
             let (config, pool, link) = (config.clone(), pool.clone(), link.clone());
+            let stopped_sweeping = stopped(stopping.clone());
+            roles.spawn(crate::dispatch::run_sweeper(
+                config.clone(),
+                pool.clone(),
+                link.clone(),
+                stopped_sweeping,
+            ));
             let (intake, stopped) = (intake.clone(), stopped(stopping.clone()));
             roles.spawn(crate::dispatch::run_dispatcher(
                 config, pool, link, intake, stopped,

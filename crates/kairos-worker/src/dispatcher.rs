@@ -17,25 +17,20 @@
 //! several batches is claimed ahead whole, side by side, and its rounds publish together
 //! at the tick.
 //!
-//! The claimer's loop ([`Dispatcher::run`]) has four arms besides shutdown: the next
-//! `fire_at`, a round finishing (its lane is free), a wake-up (NOTIFY on `kairos_runs`: a
-//! run made due now by trigger-now, backfill, a release from `QUEUED`, a run-launcher start
-//! or a planner pass) and the sweep on its own interval (`sweep.rs`: time-outs and their
-//! retries, queued releases, dead letters to the DLQ; `cancels.rs`: cancel messages to
-//! executors and cancels that timed out; `republish.rs`: launches no executor started,
-//! whose message may have been lost).
+//! The claimer's loop ([`Dispatcher::run`]) has three arms besides shutdown: the next
+//! `fire_at`, a round finishing (its lane is free) and a wake-up (NOTIFY on `kairos_runs`:
+//! a run made due now by trigger-now, backfill, a release from `QUEUED`, a run-launcher
+//! start or a planner pass). Runs whose time ran out after their launch are the sweeper's
+//! (`crate::sweep`).
 
-mod cancels;
 mod clock;
 mod decide;
 mod lanes;
 mod launch;
 mod publishing;
 mod report;
-mod republish;
 mod restage;
 mod round;
-mod sweep;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -48,20 +43,7 @@ pub use clock::InstanceClock;
 use round::Release;
 pub use round::Round;
 
-/// Why a dispatcher call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The database failed.
-    #[error("dispatcher store call failed")]
-    Store(#[from] kairos_store::Error),
-    /// Bringing a run in line with its schedule's new revision failed.
-    #[error("dispatcher could not restage a run of a changed schedule")]
-    Restage(#[from] kairos_registrar::Error),
-}
-
-/// Result of dispatcher calls.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub use crate::error::{Error, Result};
 
 /// How the dispatcher batches and waits.
 #[derive(Debug, Clone)]
@@ -75,16 +57,6 @@ pub struct DispatcherConfig {
     /// Longest wait for a batch's acknowledgements inside the claim transaction; must stay
     /// well inside the session's idle-in-transaction timeout (30 s).
     pub launch_timeout: Duration,
-    /// How often the sweep runs (time-outs, queued releases, lost launches, dead letters).
-    pub sweep_every: Duration,
-    /// An `ENQUEUED` run not `STARTED` this long is re-published, unless its schedule says
-    /// otherwise (`scheduler.start_timeout_s`; zero: never).
-    pub start_timeout: Duration,
-    /// Re-publishes of one attempt before it fails as never started (`scheduler.max_republish`).
-    pub max_republish: u32,
-    /// A `CANCELLING` run the executor has not confirmed this long after the cancel was
-    /// asked for becomes `CANCELLED` (`scheduler.cancel_timeout_s`).
-    pub cancel_timeout: Duration,
     /// How far ahead of `fire_at` a round may claim a run (`scheduler.prestage_ms`): the
     /// claim, the DAG and the message are ready before the tick, and the publish waits for
     /// `fire_at` on the database's clock. Zero: claim only runs already due.
@@ -99,19 +71,14 @@ pub struct DispatcherConfig {
 }
 
 impl DispatcherConfig {
-    /// A config with the given batch, tick and deadline; 10 s launch timeout, 1 s sweep,
-    /// 300 s start timeout, 3 re-publishes, 60 s cancel timeout, no pre-staging, one lane,
-    /// the system clock.
+    /// A config with the given batch, tick and deadline; 10 s launch timeout, no
+    /// pre-staging, one lane, the system clock.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
             tick,
             launch_deadline,
             launch_timeout: Duration::from_secs(10),
-            sweep_every: Duration::from_secs(1),
-            start_timeout: Duration::from_secs(300),
-            max_republish: 3,
-            cancel_timeout: Duration::from_secs(60),
             prestage: Duration::ZERO,
             lanes: 1,
             instance_clock: chrono::Utc::now,
@@ -191,10 +158,13 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(round)
     }
 
-    async fn sweep_logged(&self) {
-        if let Err(err) = self.sweep().await {
-            tracing::warn!(error = %crate::error_chain(&err), "sweep failed");
-        }
+    /// Publishes the cancel messages not sent yet (a `cancel_other` decision's, or an
+    /// operator's right after it is committed); the sweeper sends what this leaves.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when a statement fails.
+    pub async fn send_cancels(&self) -> Result<usize> {
+        crate::sweep::send_cancels(&self.pool, &self.launcher).await
     }
 }
 

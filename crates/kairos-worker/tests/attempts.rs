@@ -20,6 +20,7 @@ use kairos_store::{runs, PgPool};
 use kairos_testkit::{sqlx, TestDb};
 use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{parse_report, Intake};
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::json;
 
 async fn status_of(pool: &PgPool, key: &str) -> (RunStatus, i32) {
@@ -49,7 +50,7 @@ async fn failed_attempts_retry_after_their_intervals_then_dead_letter_then_retry
     let k = key(1);
     run(&pool, &k, "r", -0.1).await;
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config()));
-    let looping = spawn_dispatcher(dispatcher);
+    let looping = spawn_dispatcher(dispatcher, dispatcher_support::sweeper(&pool, &launcher));
     let intake = Intake::new(pool.clone());
 
     let mut failed_at = Vec::new();
@@ -223,10 +224,13 @@ async fn silence_times_a_started_run_out_and_retries_it_while_heartbeats_keep_on
     let (quiet, beating) = (key(1), key(2));
     run(&pool, &quiet, "quiet", -0.1).await;
     run(&pool, &beating, "beating", -0.1).await;
-    let mut config = config();
-    config.sweep_every = Duration::from_millis(200);
-    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, config));
-    let looping = spawn_dispatcher(dispatcher);
+    let every = SweepConfig {
+        every: Duration::from_millis(200),
+        ..SweepConfig::default()
+    };
+    let sweeper = Sweeper::new(pool.clone(), launcher.clone(), every);
+    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, config()));
+    let looping = spawn_dispatcher(dispatcher, sweeper);
     let intake = Intake::new(pool.clone());
     for k in [&quiet, &beating] {
         until(Duration::from_secs(10), "published", || async {

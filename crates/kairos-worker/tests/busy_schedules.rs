@@ -52,7 +52,10 @@ async fn a_late_run_of_a_held_schedule_follows_its_policy_instead_of_failing() {
         .rollback()
         .await
         .expect("end the other round");
-    dispatcher.sweep().await.expect("sweep");
+    dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     drain(&dispatcher).await;
     assert_eq!(statuses(&pool).await[&key(1)], RunStatus::Enqueued);
 }

@@ -21,6 +21,7 @@ use kairos_store::{runs, PgPool};
 use kairos_testkit::{sqlx, TestDb};
 use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{parse_report, Intake};
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::{json, Value};
 
 /// An intake whose cancels are published at once by `dispatcher`.
@@ -107,7 +108,10 @@ async fn a_pending_run_is_cancelled_at_once_and_never_published() {
         );
     }
     dispatcher_support::drain(&dispatcher).await;
-    dispatcher.sweep().await.expect("sweep");
+    dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     assert!(stream_ids(&launcher).await.is_empty(), "nothing published");
     assert!(cancels(&launcher).await.is_empty(), "no cancel message");
     assert_eq!(status(&pool, &due).await, RunStatus::Cancelled);
@@ -182,7 +186,10 @@ async fn a_started_run_is_told_to_stop_and_ends_on_the_executors_report() {
     )
     .await;
     assert_eq!(status(&pool, &k).await, RunStatus::Cancelled);
-    dispatcher.sweep().await.expect("sweep");
+    dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     assert_eq!(cancels(&launcher).await.len(), 1, "sent once");
 }
 
@@ -191,18 +198,21 @@ async fn an_unconfirmed_cancel_times_out_into_cancelled() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
-    let mut settings = config();
-    settings.cancel_timeout = Duration::from_millis(300);
-    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), settings));
+    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config()));
+    let settings = SweepConfig {
+        cancel_timeout: Duration::from_millis(300),
+        ..dispatcher_support::sweep_config()
+    };
+    let sweeper = || Sweeper::new(pool.clone(), launcher.clone(), settings.clone());
     let intake = intake(&pool, &dispatcher);
     let k = started_run(&pool, &dispatcher, &intake, "skip").await;
     let done = intake.cancel(&k, None).await.expect("cancel");
     assert!(matches!(done, Cancel::Cancelling(_)));
     // Within the timeout the sweep leaves it alone.
-    dispatcher.sweep().await.expect("sweep");
+    sweeper().sweep().await.expect("sweep");
     assert_eq!(status(&pool, &k).await, RunStatus::Cancelling);
 
-    let looping = spawn_dispatcher(dispatcher.clone());
+    let looping = spawn_dispatcher(dispatcher.clone(), sweeper());
     until(Duration::from_secs(10), "the cancel times out", || async {
         status(&pool, &k).await == RunStatus::Cancelled
     })
@@ -249,7 +259,10 @@ async fn twenty_concurrent_cancels_make_one_transition() {
     let run = runs::get(&pool, &k).await.expect("read").expect("run");
     assert_eq!(run.reason, winner.reason);
     assert_eq!(run.updated_at, winner.updated_at);
-    dispatcher.sweep().await.expect("sweep");
+    dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     assert_eq!(cancels(&launcher).await.len(), 1);
 }
 
@@ -351,7 +364,10 @@ async fn a_cancelled_run_is_never_retried() {
     .await
     .expect("make it due");
     dispatcher_support::drain(&dispatcher).await;
-    dispatcher.sweep().await.expect("sweep");
+    dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     let row = runs::get(&pool, &k2).await.expect("read").expect("run");
     assert_eq!((row.status, row.attempt), (RunStatus::Cancelled, 2));
     assert!(
@@ -386,7 +402,10 @@ async fn a_cancel_asked_for_while_nats_is_down_goes_out_when_it_is_back() {
     assert!(matches!(done, Cancel::Cancelling(_)));
     assert!(field(&pool, &k, "cancel_sent_at").await.is_none());
     server.restart();
-    let looping = spawn_dispatcher(dispatcher.clone());
+    let looping = spawn_dispatcher(
+        dispatcher.clone(),
+        dispatcher_support::sweeper(&pool, &launcher),
+    );
     until(
         Duration::from_secs(30),
         "the sweep sends the cancel",

@@ -386,7 +386,10 @@ async fn max_run_seconds_times_out_and_unblocks() {
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
     let _ = drain(&dispatcher).await;
     assert_eq!(
-        dispatcher.sweep().await.expect("sweep"),
+        dispatcher_support::sweeper(&pool, dispatcher.launcher())
+            .sweep()
+            .await
+            .expect("sweep"),
         (0, 0),
         "not yet too old"
     );
@@ -395,7 +398,13 @@ async fn max_run_seconds_times_out_and_unblocks() {
         .execute(&pool)
         .await
         .expect("age the run");
-    assert_eq!(dispatcher.sweep().await.expect("sweep"), (1, 1));
+    assert_eq!(
+        dispatcher_support::sweeper(&pool, dispatcher.launcher())
+            .sweep()
+            .await
+            .expect("sweep"),
+        (1, 1)
+    );
     let runs = statuses(&pool).await;
     assert_eq!(
         (runs[&key(1)], runs[&key(2)]),

@@ -51,8 +51,9 @@ async fn a_burst_of_several_batches_is_claimed_whole_before_its_tick() {
     for n in 1..=35 {
         run(&pool, &key(n), "s", 2.5).await;
     }
+    let sweeper = dispatcher_support::sweeper(&pool, &launcher);
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, lanes(4, 10, 4000)));
-    let looping = spawn_dispatcher(dispatcher);
+    let looping = spawn_dispatcher(dispatcher, sweeper);
     until(
         Duration::from_secs(2),
         "the burst claimed ahead",
@@ -87,8 +88,9 @@ async fn a_run_due_now_is_not_held_behind_prestaged_batches() {
     for n in 1..=10 {
         run(&pool, &key(n), "s", 6.0).await;
     }
+    let sweeper = dispatcher_support::sweeper(&pool, &launcher);
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher, lanes(2, 10, 8000)));
-    let looping = spawn_dispatcher(dispatcher);
+    let looping = spawn_dispatcher(dispatcher, sweeper);
     until(Duration::from_secs(2), "the ten claimed ahead", || async {
         never_claimed(&pool).await == 0
     })

@@ -13,18 +13,27 @@ use dispatcher_support::{
     config, key, nats, run, schedule, spawn_dispatcher, stream_ids, until, workflow,
 };
 use kairos_core::RunStatus;
+use kairos_launcher::NatsLauncher;
 use kairos_store::{runs, PgPool};
 use kairos_testkit::TestDb;
-use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
+use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{parse_report, Intake};
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::json;
 
-fn lost_launch_config(max_republish: u32) -> DispatcherConfig {
-    let mut config = config();
-    config.sweep_every = Duration::from_millis(100);
-    config.start_timeout = Duration::from_secs(1);
-    config.max_republish = max_republish;
-    config
+/// A sweeper every 100 ms with a 1 s start timeout and `max_republish` re-publishes.
+fn lost_launch_sweeper(
+    pool: &PgPool,
+    launcher: &NatsLauncher,
+    max_republish: u32,
+) -> Sweeper<NatsLauncher> {
+    let config = SweepConfig {
+        every: Duration::from_millis(100),
+        start_timeout: Duration::from_secs(1),
+        max_republish,
+        ..SweepConfig::default()
+    };
+    Sweeper::new(pool.clone(), launcher.clone(), config)
 }
 
 async fn run_of(pool: &PgPool, key: &str) -> runs::Run {
@@ -50,11 +59,10 @@ async fn a_launch_the_stream_lost_is_published_again_and_the_schedule_goes_on() 
     schedule(&pool, "s", "skip", None).await;
     let first = key(1);
     run(&pool, &first, "s", -0.1).await;
-    let looping = spawn_dispatcher(Arc::new(Dispatcher::new(
-        pool.clone(),
-        launcher.clone(),
-        lost_launch_config(3),
-    )));
+    let looping = spawn_dispatcher(
+        Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config())),
+        lost_launch_sweeper(&pool, &launcher, 3),
+    );
     until(Duration::from_secs(10), "published", || async {
         run_of(&pool, &first).await.status == RunStatus::Enqueued
     })
@@ -103,11 +111,10 @@ async fn a_launch_nobody_starts_is_not_doubled_and_fails_as_never_started() {
     schedule(&pool, "s", "skip", None).await;
     let k = key(1);
     run(&pool, &k, "s", -0.1).await;
-    let looping = spawn_dispatcher(Arc::new(Dispatcher::new(
-        pool.clone(),
-        launcher.clone(),
-        lost_launch_config(2),
-    )));
+    let looping = spawn_dispatcher(
+        Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config())),
+        lost_launch_sweeper(&pool, &launcher, 2),
+    );
     until(
         Duration::from_secs(15),
         "failed as never started",

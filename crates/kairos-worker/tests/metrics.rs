@@ -93,7 +93,10 @@ async fn dispatcher_metrics_match_the_runs() {
 
     let dispatcher = Dispatcher::new(pool.clone(), launcher, config());
     let rounds = drain(&dispatcher).await;
-    let (timed_out, _) = dispatcher.sweep().await.expect("sweep");
+    let (timed_out, _) = dispatcher_support::sweeper(&pool, dispatcher.launcher())
+        .sweep()
+        .await
+        .expect("sweep");
     assert_eq!(timed_out, 1);
     let intake = Intake::new(pool.clone());
     for status in [

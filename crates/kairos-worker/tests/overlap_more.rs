@@ -19,6 +19,7 @@ use kairos_store::PgPool;
 use kairos_testkit::{sqlx, TestDb};
 use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{parse_report, Intake};
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::json;
 
 async fn say(intake: &Intake, key: &str, status: &str) {
@@ -161,16 +162,19 @@ async fn cancel_other_launches_after_the_cancel_times_out() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
-    let mut settings = config();
-    settings.cancel_timeout = Duration::from_millis(300);
-    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), settings));
+    let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config()));
+    let settings = SweepConfig {
+        cancel_timeout: Duration::from_millis(300),
+        ..dispatcher_support::sweep_config()
+    };
+    let sweeper = Sweeper::new(pool.clone(), launcher.clone(), settings);
     let intake = Intake::new(pool.clone());
     long_run_and_ticks(&pool, &dispatcher, &intake, "cancel_other", 2).await;
     assert_eq!(
         in_order(&pool, 2).await,
         [RunStatus::Cancelling, RunStatus::Queued]
     );
-    let looping = spawn_dispatcher(dispatcher.clone());
+    let looping = spawn_dispatcher(dispatcher.clone(), sweeper);
     until(Duration::from_secs(10), "the new run launches", || async {
         statuses(&pool).await[&key(2)] == RunStatus::Enqueued
     })

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use dispatcher_support::{config, nats, spawn_dispatcher, stream_ids, until, workflow};
+use dispatcher_support::{config, nats, spawn_dispatcher, stream_ids, sweeper, until, workflow};
 use kairos_core::{RunSource, RunStatus};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::{runs, PgPool};
@@ -54,7 +54,7 @@ async fn a_backfill_under_skip_runs_every_tick_in_order_and_triggers_override_th
     };
     registrar.upsert(&input).await.expect("upsert");
     let dispatcher = Arc::new(Dispatcher::new(pool.clone(), launcher.clone(), config()));
-    let looping = spawn_dispatcher(dispatcher);
+    let looping = spawn_dispatcher(dispatcher, sweeper(&pool, &launcher));
     let intake = Intake::new(pool.clone());
 
     let now = Utc::now();

@@ -13,10 +13,7 @@ use std::collections::{HashMap, HashSet};
 use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_store::dispatch::{Blockers, Claimed};
 
-/// How the reason of a skip past `max_queued` starts.
-pub(crate) const QUEUE_FULL: &str = "queue_full";
-/// How the reason of a skip past the one waiting run of `buffer_one`/`cancel_other` starts.
-pub(crate) const BUFFER_FULL: &str = "buffer_full";
+use crate::metrics::SkipReason;
 
 /// What to do with one claimed run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +27,10 @@ pub(crate) enum Decision {
     /// names a run launched in this same batch: the skip stands only if that run really
     /// goes out.
     Skip {
-        /// Why.
+        /// Why, as counted: overlap `skip`, or past the queue's or the buffer's bound.
+        why: SkipReason,
+        /// Why, as the run records it (starts with `queue_full` or `buffer_full` past a
+        /// bound).
         reason: String,
         /// The run of this batch it would overlap.
         behind: Option<String>,
@@ -126,9 +126,13 @@ fn busy(
         known.in_flight = Some(ANOTHER_DISPATCHER.to_string());
     }
     let why = "its schedule was held by another dispatcher past the launch deadline";
-    let bounded = |reason: &str| reason.starts_with(QUEUE_FULL) || reason.starts_with(BUFFER_FULL);
     match exclusive(run, Some(&known), launched, queued) {
-        Decision::Skip { reason, behind } if holder_unseen && !bounded(&reason) => Decision::Skip {
+        Decision::Skip {
+            why: SkipReason::Overlap,
+            behind,
+            ..
+        } if holder_unseen => Decision::Skip {
+            why: SkipReason::Overlap,
             reason: format!("overlap skip: {why}"),
             behind,
         },
@@ -169,6 +173,7 @@ fn exclusive(
     if policy == OverlapPolicy::Skip {
         return match blocker {
             Some(key) => Decision::Skip {
+                why: SkipReason::Overlap,
                 reason: format!("overlap skip: run {key} is in flight"),
                 behind,
             },
@@ -182,8 +187,11 @@ fn exclusive(
         return Decision::Defer;
     }
     let (bound, full) = match policy {
-        OverlapPolicy::Queue => (known.and_then(|b| b.max_queued).map(i64::from), QUEUE_FULL),
-        _ => (Some(1), BUFFER_FULL),
+        OverlapPolicy::Queue => (
+            known.and_then(|b| b.max_queued).map(i64::from),
+            SkipReason::QueueFull,
+        ),
+        _ => (Some(1), SkipReason::BufferFull),
     };
     if bound.is_some_and(|bound| waiting >= bound) {
         let what = match blocker {
@@ -191,7 +199,8 @@ fn exclusive(
             None => format!("{waiting} run(s) wait"),
         };
         return Decision::Skip {
-            reason: format!("{full}: {what} (overlap {policy})"),
+            why: full,
+            reason: format!("{}: {what} (overlap {policy})", full.as_str()),
             behind,
         };
     }
@@ -327,11 +336,11 @@ mod tests {
         let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
         assert!(matches!(&got[0], Decision::Queue { cancel: None, .. }));
         assert!(
-            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+            matches!(&got[1], Decision::Skip { why: SkipReason::BufferFull, reason, .. } if reason.starts_with("buffer_full"))
         );
         let got = decide(&runs[..1], &held(&["s"]), &in_flight("x", 1, None));
         assert!(
-            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+            matches!(&got[0], Decision::Skip { why: SkipReason::BufferFull, reason, .. } if reason.starts_with("buffer_full"))
         );
     }
 
@@ -340,7 +349,9 @@ mod tests {
         let runs: Vec<Claimed> = ["a", "b", "c"].map(|k| run(k, "s", "queue")).into();
         let got = decide(&runs, &held(&["s"]), &in_flight("x", 1, Some(2)));
         assert!(matches!(&got[0], Decision::Queue { .. }));
-        assert!(matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(QUEUE_FULL)));
+        assert!(
+            matches!(&got[1], Decision::Skip { why: SkipReason::QueueFull, reason, .. } if reason.starts_with("queue_full"))
+        );
         let got = decide(&runs, &held(&["s"]), &in_flight("x", 5, None));
         assert!(got.iter().all(|d| matches!(d, Decision::Queue { .. })));
     }
@@ -351,7 +362,7 @@ mod tests {
         let got = decide(&runs, &held(&["s"]), &in_flight("x", 0, None));
         assert!(matches!(&got[0], Decision::Queue { cancel: Some(k), .. } if k == "x"));
         assert!(
-            matches!(&got[1], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL))
+            matches!(&got[1], Decision::Skip { why: SkipReason::BufferFull, reason, .. } if reason.starts_with("buffer_full"))
         );
         // Nothing in flight: the first launches; a second of the same batch waits for the
         // next round, which cancels the first.
@@ -385,7 +396,7 @@ mod tests {
         }
         let got = decide(&[late("a", "s", "skip")], &held(&[]), &none);
         assert!(
-            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with("overlap skip")),
+            matches!(&got[0], Decision::Skip { why: SkipReason::Overlap, reason, .. } if reason.starts_with("overlap skip")),
             "{got:?}"
         );
         // Its queue's bound still holds: one waiting already under buffer_one.
@@ -395,7 +406,7 @@ mod tests {
             &in_flight("x", 1, None),
         );
         assert!(
-            matches!(&got[0], Decision::Skip { reason, .. } if reason.starts_with(BUFFER_FULL)),
+            matches!(&got[0], Decision::Skip { why: SkipReason::BufferFull, reason, .. } if reason.starts_with("buffer_full")),
             "{got:?}"
         );
     }

@@ -41,6 +41,40 @@ pub(super) struct Held {
     lane: Option<OwnedSemaphorePermit>,
 }
 
+/// What the claimer found when it last claimed.
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    /// Every batch came back full and no lane is free for more: runs may wait behind them,
+    /// so a round that frees a lane is a reason to claim.
+    Full,
+    /// A batch came back short: every run due by `due_by` that no round holds was claimed,
+    /// so the next one worth a claim comes after it, within `lead`.
+    Short {
+        due_by: DateTime<Utc>,
+        lead: Duration,
+    },
+    /// A claim failed, or no lane was free: claim again after a tick.
+    Retry,
+}
+
+impl Claim {
+    /// The first claim that was not full, of `self` then `next` (in lane order).
+    fn and(self, next: Claim) -> Claim {
+        match self {
+            Claim::Full => next,
+            found => found,
+        }
+    }
+}
+
+/// The claimer's pace between claims.
+struct Pace {
+    /// Whether the last claim came back full.
+    full: bool,
+    /// When to claim next, if nothing comes first.
+    next: tokio::time::Instant,
+}
+
 impl<L: RunLauncher> Dispatcher<L> {
     /// Runs the claimer and the held rounds until `shutdown`; rounds already claimed finish
     /// (publish, record, commit) before this returns.
@@ -53,44 +87,56 @@ impl<L: RunLauncher> Dispatcher<L> {
             tokio::pin!(shutdown);
             let mut wake =
                 crate::wake::Wake::new(kairos_store::wakeups::RUNS_CHANNEL, "dispatcher");
-            let mut sweep = tokio::time::interval(self.config.sweep_every);
-            sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut pace = Pace {
+                full: false,
+                next: tokio::time::Instant::now(),
+            };
             // Claim at the top of the loop: at start, when the next run comes within the
             // lead, on a wake-up, and when a round frees a lane while more runs wait.
             let mut claim = true;
-            let mut more = false;
-            let mut next_claim = tokio::time::Instant::now();
             loop {
                 wake.ensure(&self.pool).await;
                 if claim {
-                    let wait = self.claim_while_free(&lanes, &held_tx, &mut more).await;
-                    next_claim = tokio::time::Instant::now() + wait;
+                    let found = self.claim_while_free(&lanes, &held_tx, pace.full).await;
+                    pace = self.pace_after(found, &lanes).await;
                 }
-                claim = false;
-                tokio::select! {
+                claim = tokio::select! {
                     biased;
                     () = &mut shutdown => break,
-                    _ = sweep.tick() => self.sweep_logged().await,
-                    Some(backoff) = done_rx.next() => {
-                        // A round that could not publish (NATS down) holds the claimer off
-                        // for a tick instead of claiming the same runs again at once.
-                        if backoff {
-                            next_claim = tokio::time::Instant::now() + self.config.tick;
-                        }
-                        // More runs may wait behind a full claim; claim them once this
-                        // instance's rounds are all done: a claim walks past every run a
-                        // round still holds, and at a burst's tick that is the burst.
-                        let idle = lanes.available_permits() == self.config.lanes.max(1);
-                        claim = more && idle && !backoff;
-                    }
-                    () = wake.next() => claim = true,
-                    () = tokio::time::sleep_until(next_claim) => claim = true,
-                }
+                    Some(backoff) = done_rx.next() => self.claim_after_round(backoff, &lanes, &mut pace),
+                    () = wake.next() => true,
+                    () = tokio::time::sleep_until(pace.next) => true,
+                };
             }
             // Dropping the sender ends the rounds' stream once the held rounds finish.
             drop(held_tx);
         };
         tokio::join!(claimer, rounds);
+    }
+
+    /// The pace after a claim found `found`: claim again once its next run comes within
+    /// the lead, or after a tick.
+    async fn pace_after(&self, found: Claim, lanes: &Semaphore) -> Pace {
+        let wait = match found {
+            Claim::Full | Claim::Retry => self.config.tick,
+            Claim::Short { due_by, lead } => self.until_next_due(due_by, lead, lanes).await,
+        };
+        Pace {
+            full: matches!(found, Claim::Full),
+            next: tokio::time::Instant::now() + wait,
+        }
+    }
+
+    /// Whether a finished round is a reason to claim now: more runs may wait behind a full
+    /// claim, and this instance's rounds are all done (a claim walks past every run a round
+    /// still holds, and at a burst's tick that is the burst). A round that could not
+    /// publish (NATS down) holds the claimer off for a tick instead.
+    fn claim_after_round(&self, backoff: bool, lanes: &Semaphore, pace: &mut Pace) -> bool {
+        if backoff {
+            pace.next = tokio::time::Instant::now() + self.config.tick;
+        }
+        let idle = lanes.available_permits() == self.config.lanes.max(1);
+        pace.full && idle && !backoff
     }
 
     /// Runs every batch that comes in on `held` as its own round, side by side, and says on
@@ -116,78 +162,92 @@ impl<L: RunLauncher> Dispatcher<L> {
         }
     }
 
-    /// Claims batches while a lane is free and the last claim came back full; each batch
-    /// goes to its own round. Returns how long to sleep before claiming again; `more` says
-    /// whether the last claim with the lead was full (more runs may wait behind it, so a
-    /// round that frees a lane is a reason to claim).
+    /// Claims batches while a lane is free and every claim comes back full (`full`: the
+    /// last one did); each batch goes to its own round.
     async fn claim_while_free(
         &self,
         lanes: &Arc<Semaphore>,
         held_tx: &mpsc::UnboundedSender<Held>,
-        more: &mut bool,
-    ) -> Duration {
+        mut full: bool,
+    ) -> Claim {
         loop {
-            // One claim at a time until one comes back full; then every free lane claims at
-            // once, so a burst's batches are claimed side by side before its tick.
-            let width = if *more { lanes.available_permits() } else { 1 };
-            let mut claims = Vec::with_capacity(width);
-            while claims.len() < width {
-                let Ok(lane) = lanes.clone().try_acquire_owned() else {
-                    break;
-                };
-                // The last free lane of several keeps to runs already due (see the module
-                // doc), unless the last claim was full: then a backlog is being claimed in
-                // priority order, and a run due now waits its turn in it anyway.
-                let last = lanes.available_permits() == 0 && self.config.lanes > 1 && !*more;
-                let lead = if last {
-                    Duration::ZERO
-                } else {
-                    self.config.prestage
-                };
-                claims.push((lane, lead));
-            }
+            let claims = self.free_lanes(lanes, full);
             if claims.is_empty() {
-                return self.config.tick;
+                return if full { Claim::Full } else { Claim::Retry };
             }
             let batches = join_all(claims.iter().map(|(_, lead)| self.claim_batch(*lead))).await;
-            let mut short = None;
+            let mut found = Claim::Full;
             for ((lane, lead), batch) in claims.into_iter().zip(batches) {
-                let (due_by, held) = match batch {
-                    Ok(claim) => claim,
-                    Err(err) => {
-                        tracing::error!(error = %crate::error_chain(&err), "dispatch claim failed");
-                        short = short.or(Some(None));
-                        continue;
-                    }
-                };
-                let Some(held) = held else {
-                    short = short.or(Some(Some((due_by, lead))));
-                    continue;
-                };
-                let full = held.claimed.len() as i64 >= self.config.batch_size;
-                tracing::debug!(
-                    claimed = held.claimed.len(),
-                    lead_ms = lead.as_millis() as u64,
-                    free_lanes = lanes.available_permits(),
-                    "batch claimed"
-                );
-                if held_tx.unbounded_send(held.in_lane(lane)).is_err() {
-                    return self.config.tick;
-                }
-                if !full {
-                    short = short.or(Some(Some((due_by, lead))));
-                }
+                found = found.and(self.hand_over(lane, lead, batch, lanes, held_tx));
             }
-            // Every run due by `due_by` that no other round holds was claimed unless every
-            // batch came back full; the next one worth a claim comes after `due_by`.
-            *more = short.is_none();
-            match short {
-                None => {}
-                Some(None) => return self.config.tick,
-                Some(Some((due_by, lead))) => {
-                    return self.until_next_due(due_by, lead, lanes).await
-                }
+            if !matches!(found, Claim::Full) {
+                return found;
             }
+            full = true;
+        }
+    }
+
+    /// The lanes to claim in now, each with its lead: one at a time until a claim comes
+    /// back full (`full`); then every free lane at once, so a burst's batches are claimed
+    /// side by side before its tick.
+    fn free_lanes(
+        &self,
+        lanes: &Arc<Semaphore>,
+        full: bool,
+    ) -> Vec<(OwnedSemaphorePermit, Duration)> {
+        let width = if full { lanes.available_permits() } else { 1 };
+        let mut claims = Vec::with_capacity(width);
+        while claims.len() < width {
+            let Ok(lane) = lanes.clone().try_acquire_owned() else {
+                break;
+            };
+            // The last free lane of several keeps to runs already due (see the module
+            // doc), unless the last claim was full: then a backlog is being claimed in
+            // priority order, and a run due now waits its turn in it anyway.
+            let last = lanes.available_permits() == 0 && self.config.lanes > 1 && !full;
+            let lead = if last {
+                Duration::ZERO
+            } else {
+                self.config.prestage
+            };
+            claims.push((lane, lead));
+        }
+        claims
+    }
+
+    /// Hands a claimed batch to its round in `lane`; what the claim found.
+    fn hand_over(
+        &self,
+        lane: OwnedSemaphorePermit,
+        lead: Duration,
+        batch: Result<(DateTime<Utc>, Option<Held>)>,
+        lanes: &Semaphore,
+        held_tx: &mpsc::UnboundedSender<Held>,
+    ) -> Claim {
+        let (due_by, held) = match batch {
+            Ok(claim) => claim,
+            Err(err) => {
+                tracing::error!(error = %crate::error_chain(&err), "dispatch claim failed");
+                return Claim::Retry;
+            }
+        };
+        let Some(held) = held else {
+            return Claim::Short { due_by, lead };
+        };
+        let full = held.claimed.len() as i64 >= self.config.batch_size;
+        tracing::debug!(
+            claimed = held.claimed.len(),
+            lead_ms = lead.as_millis() as u64,
+            free_lanes = lanes.available_permits(),
+            "batch claimed"
+        );
+        if held_tx.unbounded_send(held.in_lane(lane)).is_err() {
+            return Claim::Retry;
+        }
+        if full {
+            Claim::Full
+        } else {
+            Claim::Short { due_by, lead }
         }
     }
 

@@ -105,21 +105,3 @@ pub(super) fn launched(runs: &[(&Claimed, bool)], outcomes: &[Outcome]) {
         );
     }
 }
-
-/// The keys whose message the stream acknowledged (`keys` and `acks` in the same order);
-/// when some were not, warns once with `retried` saying what happens to them.
-pub(super) fn acknowledged<'a, T, E>(
-    keys: impl Iterator<Item = &'a str>,
-    acks: &[std::result::Result<T, E>],
-    retried: &str,
-) -> Vec<String> {
-    let sent: Vec<String> = keys
-        .zip(acks)
-        .filter(|(_, ack)| ack.is_ok())
-        .map(|(key, _)| key.to_string())
-        .collect();
-    if sent.len() < acks.len() {
-        tracing::warn!(unsent = acks.len() - sent.len(), "{retried}");
-    }
-    sent
-}

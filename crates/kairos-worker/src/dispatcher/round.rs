@@ -11,12 +11,13 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unlaunchable};
 use kairos_store::Tx;
 
-use super::clock::{DbClock, Stamp};
-use super::decide::{decide, Decision, BUFFER_FULL, QUEUE_FULL};
-use super::launch::Dags;
+use super::clock::DbClock;
+use super::decide::{decide, Decision};
 use super::restage::restage;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
+use crate::messages::Dags;
+use crate::metrics::SkipReason;
 
 /// What one round did, by outcome.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,7 +86,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let dags = Dags::load(&mut tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
         let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
-        let (mut cancels, mut withdrawn) = (0, 0);
+        let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let (wave, gone) = restage(&mut tx, wave, &mut waiting, seen, release.now()).await?;
             withdrawn += gone;
@@ -94,10 +95,11 @@ impl<L: RunLauncher> Dispatcher<L> {
             }
             let decisions = self.decide(&mut tx, &wave).await?;
             let publish = self.publishing.start(self.config.launch_timeout);
-            let launched = self.launch(&wave, &decisions, &dags, release).await;
+            let launched = self.launch(&wave, &decisions, &dags, release.clock()).await;
             crash_point("dispatcher_after_ack");
             publish.finish().await;
-            let mut recorded = settle(&wave, &decisions, &launched);
+            let (mut recorded, stood) = settle(&wave, &decisions, &launched);
+            skips.extend(stood);
             recorded.extend(launched);
             drift.extend(dispatch::record(&mut tx, &recorded, span, release.now()).await?);
             let asked = cancel_others(&mut tx, &wave, &decisions, &recorded).await?;
@@ -108,7 +110,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             }
         }
         tx.commit().await?;
-        let mut round = Round::tally(claimed_n - withdrawn, &outcomes, drift);
+        let mut round = Round::tally(claimed_n - withdrawn, &outcomes, &skips, drift);
         round.claimed = claimed_n;
         round.cancels = cancels;
         round.withdrawn = withdrawn;
@@ -177,13 +179,13 @@ impl Release {
         }
     }
 
-    /// A reading of the database's clock to date a wave's acknowledgements by, taken once
-    /// they are all in: so each run's `published_at` (and its fire drift) is its own publish,
-    /// not the end of its wave nor the statement that records it. `None` for a run-launcher
+    /// The clock to date a wave's acknowledgements by (`launch.rs` reads it once they are
+    /// all in: so each run's `published_at`, and its fire drift, is its own publish, not
+    /// the end of its wave nor the statement that records it). `None` for a run-launcher
     /// start, whose `now` was read before publishing.
-    pub(super) fn stamp(&self) -> Option<Stamp> {
+    fn clock(&self) -> Option<&DbClock> {
         match self {
-            Release::WhenDue(clock) => Some(clock.stamp()),
+            Release::WhenDue(clock) => Some(clock),
             Release::Now(_) => None,
         }
     }
@@ -271,9 +273,14 @@ fn triage(claimed: Vec<Claimed>, dags: &Dags) -> (Vec<Claimed>, Vec<Outcome>) {
     (live, failed)
 }
 
-/// The outcomes of the runs that were not launched. A skip or queue behind a run of this
-/// batch stands only if that run went out; otherwise the run stays `PENDING` untouched.
-fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec<Outcome> {
+/// The outcomes of the runs that were not launched, and why each skip that stood was
+/// counted. A skip or queue behind a run of this batch stands only if that run went out;
+/// otherwise the run stays `PENDING` untouched.
+fn settle(
+    live: &[Claimed],
+    decisions: &[Decision],
+    launched: &[Outcome],
+) -> (Vec<Outcome>, Vec<SkipReason>) {
     let enqueued: HashSet<&str> = launched
         .iter()
         .filter(|o| matches!(o.settled(), Settled::Enqueued { .. }))
@@ -281,11 +288,16 @@ fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec
         .collect();
     let stands =
         |behind: &Option<String>| behind.as_deref().is_none_or(|key| enqueued.contains(key));
-    let mut settled = Vec::new();
+    let (mut settled, mut skips) = (Vec::new(), Vec::new());
     for (run, decision) in live.iter().zip(decisions) {
         let key = run.idempotency_key.as_str();
         let outcome = match decision {
-            Decision::Skip { reason, behind } if stands(behind) => {
+            Decision::Skip {
+                why,
+                reason,
+                behind,
+            } if stands(behind) => {
+                skips.push(*why);
                 Outcome::skipped(key, reason.clone())
             }
             Decision::Queue { reason, behind, .. } if stands(behind) => {
@@ -302,12 +314,17 @@ fn settle(live: &[Claimed], decisions: &[Decision], launched: &[Outcome]) -> Vec
         report::settled(run, &outcome);
         settled.push(outcome);
     }
-    settled
+    (settled, skips)
 }
 
 impl Round {
-    /// Counts the outcomes of a round that claimed `claimed` runs.
-    fn tally(claimed: usize, outcomes: &[Outcome], drift_seconds: Vec<f64>) -> Round {
+    /// Counts the outcomes of a round that claimed `claimed` runs, its skips by why.
+    fn tally(
+        claimed: usize,
+        outcomes: &[Outcome],
+        skips: &[SkipReason],
+        drift_seconds: Vec<f64>,
+    ) -> Round {
         let mut round = Round {
             claimed,
             drift_seconds,
@@ -326,15 +343,15 @@ impl Round {
                         Unlaunchable::WorkflowMissing { .. } => round.failed_no_workflow += 1,
                     }
                 }
-                Settled::Skipped { reason } => {
-                    round.skipped += 1;
-                    if reason.starts_with(QUEUE_FULL) {
-                        round.skipped_queue_full += 1;
-                    } else if reason.starts_with(BUFFER_FULL) {
-                        round.skipped_buffer_full += 1;
-                    }
-                }
+                Settled::Skipped { .. } => round.skipped += 1,
                 Settled::Queued { .. } => round.queued += 1,
+            }
+        }
+        for why in skips {
+            match why {
+                SkipReason::QueueFull => round.skipped_queue_full += 1,
+                SkipReason::BufferFull => round.skipped_buffer_full += 1,
+                _ => {}
             }
         }
         round

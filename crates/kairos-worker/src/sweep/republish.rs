@@ -12,14 +12,15 @@ use kairos_launcher::{LaunchMessage, RunLauncher};
 use kairos_store::attempts::{self, Unstarted};
 use kairos_store::Tx;
 
-use super::sweep::next_attempt;
-use super::{launch, Dispatcher, Result};
+use super::Sweeper;
+use crate::messages::{as_claimed, message, Dags};
 use crate::metrics::{self, LaunchFailure};
+use crate::Result;
 
 /// Unstarted runs handled per sweep.
 const UNSTARTED_PER_SWEEP: i64 = 500;
 
-impl<L: RunLauncher> Dispatcher<L> {
+impl<L: RunLauncher> Sweeper<L> {
     /// Re-publishes (or fails as never started) the runs no executor started in time, in
     /// one transaction holding their row locks.
     /// A zero default still looks at schedules that set their own timeout.
@@ -50,11 +51,11 @@ impl<L: RunLauncher> Dispatcher<L> {
         if runs.is_empty() {
             return Ok(Vec::new());
         }
-        let claimed: Vec<_> = runs.iter().map(|u| launch::as_claimed(&u.run)).collect();
-        let dags = launch::Dags::load(tx, &claimed).await?;
+        let claimed: Vec<_> = runs.iter().map(|u| as_claimed(&u.run)).collect();
+        let dags = Dags::load(tx, &claimed).await?;
         let messages: Vec<LaunchMessage> = claimed
             .iter()
-            .map(|run| launch::message(run, dags.get(run).cloned().unwrap_or_default()))
+            .map(|run| message(run, dags.get(run).cloned().unwrap_or_default()))
             .collect();
         let same: Vec<(LaunchMessage, String)> = messages
             .iter()
@@ -117,7 +118,11 @@ impl<L: RunLauncher> Dispatcher<L> {
         let next: Vec<(String, Option<DateTime<Utc>>)> = runs
             .iter()
             .map(|u| {
-                let at = next_attempt(&u.failure, u.run.attempt, &u.run.idempotency_key, now);
+                let at = u.failure.retry_policy().next_attempt_at(
+                    u.run.attempt,
+                    &u.run.idempotency_key,
+                    now,
+                );
                 (u.run.idempotency_key.clone(), at)
             })
             .collect();

@@ -14,6 +14,7 @@ use kairos_launcher::{NatsConfig, NatsLauncher};
 use kairos_store::PgPool;
 use kairos_testkit::NatsServer;
 use kairos_worker::dispatcher::DispatcherConfig;
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 
 /// A 64-hex key for test run `n`.
 pub fn key(n: u64) -> String {
@@ -102,8 +103,20 @@ pub fn config() -> DispatcherConfig {
     let mut config =
         DispatcherConfig::new(100, Duration::from_millis(20), Duration::from_secs(300));
     config.launch_timeout = Duration::from_secs(3);
-    config.sweep_every = Duration::from_millis(20);
     config
+}
+
+/// Test sweeper settings: a sweep every 20 ms, the default time-outs.
+pub fn sweep_config() -> SweepConfig {
+    SweepConfig {
+        every: Duration::from_millis(20),
+        ..SweepConfig::default()
+    }
+}
+
+/// A sweeper over `pool` with [`sweep_config`], on its own clone of `launcher`.
+pub fn sweeper(pool: &PgPool, launcher: &NatsLauncher) -> Sweeper<NatsLauncher> {
+    Sweeper::new(pool.clone(), launcher.clone(), sweep_config())
 }
 
 /// The `Nats-Msg-Id` of every launch message, in stream order.
@@ -157,14 +170,19 @@ impl Looping {
     }
 }
 
-/// Runs `dispatcher`'s loop (rounds, wake-ups, the sweep) until stopped.
+/// Runs `dispatcher`'s loop (rounds, wake-ups) and `sweeper`'s beside it, as `kairos
+/// serve` does, until stopped.
 pub fn spawn_dispatcher(
     dispatcher: std::sync::Arc<kairos_worker::dispatcher::Dispatcher<NatsLauncher>>,
+    sweeper: Sweeper<NatsLauncher>,
 ) -> Looping {
+    use futures::FutureExt;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let shutdown = async { stopped.await.unwrap_or(()) };
-        dispatcher.run(shutdown).await.expect("dispatcher loop");
+        let shutdown = async { stopped.await.unwrap_or(()) }.shared();
+        let (dispatched, ()) =
+            tokio::join!(dispatcher.run(shutdown.clone()), sweeper.run(shutdown));
+        dispatched.expect("dispatcher loop");
     });
     Looping { stop, task }
 }

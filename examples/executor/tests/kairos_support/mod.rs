@@ -21,6 +21,7 @@ use kairos_store::PgPool;
 use kairos_testkit::{sqlx, NatsServer, TestDb};
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 use kairos_worker::intake::Intake;
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
@@ -247,10 +248,16 @@ fn dispatcher_loop(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()> {
     let mut config =
         DispatcherConfig::new(100, Duration::from_millis(20), Duration::from_secs(300));
     config.launch_timeout = Duration::from_secs(3);
-    config.sweep_every = Duration::from_millis(100);
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config);
+    let sweep = SweepConfig {
+        every: Duration::from_millis(100),
+        ..SweepConfig::default()
+    };
+    let sweeper = Sweeper::new(pool.clone(), launcher.clone(), sweep);
     tokio::spawn(async move {
-        dispatcher.run(pending()).await.expect("dispatcher loop");
+        tokio::join!(dispatcher.run(pending()), sweeper.run(pending()))
+            .0
+            .expect("dispatcher loop");
     })
 }
 
