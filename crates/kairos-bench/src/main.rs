@@ -22,6 +22,7 @@ mod loops;
 mod queued;
 
 mod consume;
+mod deploy;
 mod fleet;
 mod limits;
 mod outcome;
@@ -189,7 +190,7 @@ async fn main() -> Result<()> {
         scratch.drop_all().await?;
         return outcome;
     }
-    let deploy = setup::deploy(&args, &mut fleet).await?;
+    let deploy = deploy::schedules(&args, &mut fleet).await?;
     let (consumer, executor) = match args.mode {
         Mode::Loop => (
             None,

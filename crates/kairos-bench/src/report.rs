@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 
 use crate::consume::Received;
+use crate::deploy::Deploy;
 use crate::fleet::Usage;
 use crate::limits::Limits;
 use crate::outcome::Mark;
 use crate::percentile::percentile;
-use crate::setup::Deploy;
 use crate::{Args, Mode};
 
 /// Consumer-side figures of one window.

@@ -14,7 +14,7 @@ use kairos_store::schedules::FailurePolicy;
 use sha2::{Digest, Sha256};
 
 use crate::error::Problem;
-use crate::rules::{self, CheckedRules, RulesInput};
+use crate::rules::{self, rfc3339, CheckedRules, RulesInput};
 
 /// Registrar behaviour taken from configuration.
 #[derive(Debug, Clone)]
@@ -604,9 +604,4 @@ fn never_fires(timetable: &Timetable, now: DateTime<Utc>) -> Problem {
             rfc3339(now),
         ),
     )
-}
-
-/// RFC 3339 in UTC with `Z`, fractions only when present.
-pub fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }

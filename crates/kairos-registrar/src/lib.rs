@@ -41,8 +41,8 @@ pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
 pub use input::{
-    derived_schedule_id, rfc3339, BackoffInput, DagLimit, ScheduleInput, Settings,
-    MAX_CRON_EXPR_LEN, MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
+    derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
+    MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
 pub use kairos_store::attempts::Attempt;
 pub use kairos_store::calendars::Calendar;
@@ -55,7 +55,7 @@ pub use overview::{
     LIST_STATS_WINDOW,
 };
 pub use restage::restage;
-pub use rules::RulesInput;
+pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{
     Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,

@@ -13,7 +13,6 @@ use kairos_store::calendars::{self, CalendarRules};
 use kairos_store::Tx;
 
 use crate::error::{Problem, Result};
-use crate::input::rfc3339;
 
 /// The calendar fields of an upsert or preview body, as sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -202,4 +201,9 @@ pub(crate) fn exclusion_problem(timetable: &Timetable, now: DateTime<Utc>) -> Op
             rfc3339(now)
         ),
     ))
+}
+
+/// RFC 3339 in UTC with `Z`, fractions only when present.
+pub fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }

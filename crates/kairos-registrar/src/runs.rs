@@ -22,7 +22,7 @@ use kairos_store::wakeups;
 use kairos_store::Tx;
 
 use crate::error::{Error, Result};
-use crate::input::rfc3339;
+use crate::rules::rfc3339;
 use crate::schedules::{check_id, not_found, timetable_of};
 use crate::Registrar;
 
