@@ -90,13 +90,10 @@ pub(crate) struct ChainBody {
 
 impl ScheduleBody {
     pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
-        let chain = kairos_core::Spec::parse(&s.cron_expr)
-            .ok()
-            .and_then(|spec| spec.chain().cloned())
-            .map(|chain| ChainBody {
-                parent_schedule_id: chain.parent,
-                on: chain.on.as_str(),
-            });
+        let chain = s.chain().map(|chain| ChainBody {
+            parent_schedule_id: chain.parent,
+            on: chain.on.as_str(),
+        });
         let remaining_runs = s.remaining_runs();
         ScheduleBody {
             schedule_id: s.schedule_id,

@@ -9,6 +9,8 @@
 //! - [`RunKey`]: the idempotency key of a tick or of a manual trigger; [`jitter_offset`].
 //! - [`Exclusions`] ([`Exclusion`] entries and [`NamedCalendar`]s), [`Roll`], [`DstGap`],
 //!   [`DstFold`]: a schedule's calendar rules, applied inside `Timetable::next_after`.
+//! - [`ScheduleRules`]: a stored schedule's timing rules as one value, and the one
+//!   `timetable()` that planning, previews, explanations and dry-runs build from them.
 //! - [`OverlapPolicy`], [`CatchupPolicy`]: the schedule policies by name.
 //! - [`RunStatus`], [`RunSource`], [`Reported`]: the run lifecycle's vocabulary.
 //! - [`judge`]: what an executor's report does to a run ([`Verdict`]), the one rule every
@@ -26,6 +28,7 @@ mod plan;
 mod policy;
 mod problem;
 mod retry;
+mod rules;
 mod run;
 mod spec;
 mod timetable;
@@ -44,6 +47,7 @@ pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERA
 pub use policy::{CatchupPolicy, DstFold, DstGap, OverlapPolicy, PolicyError, Roll};
 pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
+pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
 pub use timetable::{

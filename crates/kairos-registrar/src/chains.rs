@@ -3,12 +3,12 @@
 //! it is not the schedule itself, and the new edges make no cycle — and why a stored child
 //! waits (its parent is gone).
 //!
-//! A check takes the chain lock ([`kairos_store::schedules::lock_chains`]) for the rest of
+//! A check takes the chain lock ([`kairos_store::chains::lock_chains`]) for the rest of
 //! the caller's transaction, so two concurrent writes cannot each add half of a cycle.
 
 use std::collections::{HashMap, HashSet};
 
-use kairos_store::schedules as store;
+use kairos_store::schedules::{self as store, Schedule};
 use kairos_store::Tx;
 
 use crate::error::{Error, Problem, Result};
@@ -116,11 +116,8 @@ fn cycle_through(child: &str, parent_of: &HashMap<String, String>) -> Option<Vec
 ///
 /// # Errors
 /// [`Error::Store`].
-pub(crate) async fn waiting_on(tx: &mut Tx, cron_expr: &str) -> Result<Option<String>> {
-    let Some(chain) = kairos_core::Spec::parse(cron_expr)
-        .ok()
-        .and_then(|spec| spec.chain().cloned())
-    else {
+pub(crate) async fn waiting_on(tx: &mut Tx, schedule: &Schedule) -> Result<Option<String>> {
+    let Some(chain) = schedule.chain() else {
         return Ok(None);
     };
     let found = store::existing(&mut **tx, std::slice::from_ref(&chain.parent)).await?;

@@ -229,14 +229,10 @@ impl Checked {
     /// The timetable with `anchor` (the schedule's creation time) for `@every`, with its
     /// exclusions, roll and DST policy.
     pub fn timetable(&self, anchor: DateTime<Utc>) -> Timetable {
-        let timetable =
-            Timetable::new(self.spec.clone(), self.zone, anchor).window(self.start_at, self.end_at);
-        rules::apply(
-            timetable,
-            &self.rules.stored,
-            self.rules.entries.clone(),
-            self.calendars.clone(),
-        )
+        let window = (self.start_at, self.end_at);
+        self.rules
+            .with(self.spec.clone(), self.zone, anchor, window)
+            .timetable_with(self.calendars.clone())
     }
 
     /// Attaches the stored calendars it names.

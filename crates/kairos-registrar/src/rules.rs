@@ -2,12 +2,12 @@
 //! `dst_fold`): checked field by field without the database, then resolved against the
 //! stored calendars (one statement for all the names of a request or a stored set).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use kairos_core::{
-    validate_id, Exclusion, Exclusions, NamedCalendar, Spec, Timetable, MAX_EXCLUDE_ENTRIES,
+    validate_id, Exclusion, Exclusions, NamedCalendar, ScheduleRules, Spec, Timetable, Tz,
+    MAX_EXCLUDE_ENTRIES,
 };
 use kairos_store::calendars::{self, CalendarRules};
 use kairos_store::Tx;
@@ -105,7 +105,7 @@ fn parse<P: std::str::FromStr<Err = kairos_core::PolicyError>>(
 }
 
 /// Stored calendars by name.
-pub(crate) type Calendars = HashMap<String, Arc<NamedCalendar>>;
+pub(crate) use kairos_core::Calendars;
 
 /// Loads (and share-locks, so a concurrent calendar write waits for this transaction) the
 /// calendars named, in one statement.
@@ -154,27 +154,29 @@ pub(crate) fn resolve(
     }
 }
 
-/// `timetable` with the rules applied.
-pub(crate) fn apply(
-    timetable: Timetable,
-    rules: &CalendarRules,
-    entries: Vec<Exclusion>,
-    calendars: Vec<Arc<NamedCalendar>>,
-) -> Timetable {
-    timetable
-        .exclude(Exclusions::new(entries, calendars))
-        .roll(rules.roll)
-        .dst(rules.dst_gap, rules.dst_fold)
-}
-
-/// The parsed `exclude` entries of stored rules (entries that no longer parse are dropped:
-/// the registrar stored only parsed ones).
-pub(crate) fn stored_entries(rules: &CalendarRules) -> Vec<Exclusion> {
-    rules
-        .exclude
-        .iter()
-        .filter_map(|text| Exclusion::parse(text).ok())
-        .collect()
+impl CheckedRules {
+    /// The schedule's whole timing rules: these with its spec, zone, `@every` anchor and
+    /// window.
+    pub(crate) fn with(
+        &self,
+        spec: Spec,
+        zone: Tz,
+        anchor: DateTime<Utc>,
+        window: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
+    ) -> ScheduleRules {
+        ScheduleRules {
+            spec,
+            zone,
+            anchor,
+            start_at: window.0,
+            end_at: window.1,
+            exclude: self.entries.clone(),
+            calendars: self.stored.exclude_calendars.clone(),
+            roll: self.stored.roll,
+            dst_gap: self.stored.dst_gap,
+            dst_fold: self.stored.dst_fold,
+        }
+    }
 }
 
 /// Why a timetable with exclusions has no first tick, or has a tick that cannot roll: the

@@ -270,7 +270,7 @@ impl Registrar {
             _ => (Vec::new(), Vec::new()),
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
-        let waiting_on = crate::chains::waiting_on(&mut conn, &schedule.cron_expr).await?;
+        let waiting_on = crate::chains::waiting_on(&mut conn, &schedule).await?;
         Ok(ScheduleView {
             schedule,
             preview,
@@ -448,8 +448,10 @@ pub(crate) fn preview_timetable(
         return Err(Error::Invalid(problems));
     };
     let after = input.after.or(settings.pinned_now).unwrap_or_else(Utc::now);
-    let timetable = Timetable::new(spec, zone, after).window(input.start_at, input.end_at);
-    let timetable = rules::apply(timetable, &checked.stored, checked.entries, named);
+    let window = (input.start_at, input.end_at);
+    let timetable = checked
+        .with(spec, zone, after, window)
+        .timetable_with(named);
     let count = usize::try_from(count).expect("checked positive");
     Ok((timetable, after, count))
 }
@@ -465,22 +467,13 @@ pub(crate) async fn timetable_of(tx: &mut Tx, schedule: &Schedule) -> Result<Opt
     Ok(timetable_with(schedule, &calendars))
 }
 
-/// [`timetable_of`] with the calendars already loaded.
+/// [`timetable_of`] with the calendars already loaded: the same timetable the planner
+/// builds ([`kairos_core::ScheduleRules::timetable`]).
 pub(crate) fn timetable_with(
     schedule: &Schedule,
     calendars: &rules::Calendars,
 ) -> Option<Timetable> {
-    let spec = Spec::parse(&schedule.cron_expr).ok()?;
-    let zone = kairos_core::parse_zone(&schedule.timezone).ok()?;
-    let named = rules::resolve(&schedule.rules, calendars).ok()?;
-    let timetable =
-        Timetable::new(spec, zone, schedule.created_at).window(schedule.start_at, schedule.end_at);
-    Some(rules::apply(
-        timetable,
-        &schedule.rules,
-        rules::stored_entries(&schedule.rules),
-        named,
-    ))
+    schedule.timing().ok()?.timetable(calendars).ok()
 }
 
 pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {

@@ -26,6 +26,7 @@ pub mod runs;
 pub mod schedules;
 pub mod stats;
 pub mod status;
+pub mod timing;
 mod tx;
 pub mod wakeups;
 pub mod workflows;

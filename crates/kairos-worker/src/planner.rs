@@ -29,11 +29,11 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use kairos_core::{
-    parse_zone, plan, CatchupPolicy, Exclusion, Exclusions, NamedCalendar, PlanInput, PlanParams,
-    RunSource, Spec, Timetable, Tz,
+    plan, Calendars, CatchupPolicy, NamedCalendar, PlanInput, PlanParams, RunSource, Timetable,
 };
 use kairos_store::calendars;
 use kairos_store::planning::{self, Advances, DueSchedule, RunRows};
+use kairos_store::timing::Decoder;
 use kairos_store::wakeups::{self, SCHEDULES_CHANNEL};
 use kairos_store::{PgPool, Tx};
 
@@ -293,12 +293,6 @@ impl Catchup {
     }
 }
 
-/// A stored spec and zone, parsed; or why they no longer parse.
-type Rules = Result<(Spec, Tz), String>;
-
-/// Calendars by name, each shared by every schedule of the batch that names it.
-type Calendars = HashMap<String, Arc<NamedCalendar>>;
-
 fn named_calendars(rows: HashMap<String, Vec<NaiveDate>>) -> Calendars {
     rows.into_iter()
         .filter_map(|(name, dates)| {
@@ -308,18 +302,15 @@ fn named_calendars(rows: HashMap<String, Vec<NaiveDate>>) -> Calendars {
         .collect()
 }
 
-/// Plans every claimed schedule (pure). Specs are parsed once per distinct (spec, zone).
+/// Plans every claimed schedule (pure). Each distinct (spec, zone) is parsed once.
 fn plan_batch(due: &[DueSchedule], calendars: &Calendars, params: PlanParams) -> Batch {
-    let mut parsed: HashMap<(&str, &str), Rules> = HashMap::new();
+    let mut decoder = Decoder::default();
     let mut batch = Batch::default();
     for schedule in due {
-        let rules = parsed
-            .entry((&schedule.cron_expr, &schedule.timezone))
-            .or_insert_with(|| parse_rules(&schedule.cron_expr, &schedule.timezone));
-        let timetable = rules.clone().and_then(|(spec, zone)| {
-            let timetable = Timetable::new(spec, zone, schedule.created_at)
-                .window(schedule.start_at, schedule.end_at);
-            with_calendar_rules(timetable, schedule, calendars)
+        let timetable = decoder.due(schedule).and_then(|rules| {
+            rules
+                .timetable(calendars)
+                .map_err(|missing| missing.to_string())
         });
         match timetable {
             Ok(timetable) => {
@@ -330,40 +321,6 @@ fn plan_batch(due: &[DueSchedule], calendars: &Calendars, params: PlanParams) ->
         }
     }
     batch
-}
-
-/// The schedule's exclusions, calendars, roll and DST policy applied to `timetable`.
-fn with_calendar_rules(
-    timetable: Timetable,
-    schedule: &DueSchedule,
-    calendars: &Calendars,
-) -> Result<Timetable, String> {
-    let rules = &schedule.rules;
-    let entries = rules
-        .exclude
-        .iter()
-        .map(|text| Exclusion::parse(text).map_err(|e| format!("exclude: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let named = rules
-        .exclude_calendars
-        .iter()
-        .map(|name| {
-            calendars
-                .get(name)
-                .cloned()
-                .ok_or_else(|| format!("exclude_calendars: no calendar named {name:?}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(timetable
-        .exclude(Exclusions::new(entries, named))
-        .roll(rules.roll)
-        .dst(rules.dst_gap, rules.dst_fold))
-}
-
-fn parse_rules(cron_expr: &str, timezone: &str) -> Rules {
-    let spec = Spec::parse(cron_expr).map_err(|e| format!("cron_expr: {e}"))?;
-    let zone = parse_zone(timezone).map_err(|e| format!("timezone: {e}"))?;
-    Ok((spec, zone))
 }
 
 fn add_plan(
