@@ -1,5 +1,6 @@
 //! The HTTP API of kairos (DESIGN.md §5): registrar, workflow store and health routes on
-//! axum. The only crate that knows HTTP status codes and JSON shapes.
+//! axum. The only crate that serves HTTP: it maps requests to the registrar and the run
+//! intake, and their answers to status codes and problem documents.
 //!
 //! [`app`] builds the router from [`routes`], the single list of (method, path, role) that
 //! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);

@@ -1,8 +1,8 @@
 //! Executor routes (role `executor`): `POST /runs/{key}/status`, `POST /runs/status` (a
 //! batch of reports, answered item by item) and `POST /run-launcher/start`, and the operator's `POST /runs/{key}/cancel` (role `deployer`),
 //! all through the worker's run intake (`kairos_worker::intake`),
-//! which holds the field rules and the state machine; this module only maps answers to
-//! HTTP.
+//! which holds the field rules and the state machine; this module checks the batch body's
+//! shape, maps answers to HTTP and counts requests.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -1,6 +1,7 @@
 //! `kairos serve [--config FILE] [--roles api,...] [--no-migrate]`: runs the roles of one
 //! instance: the `api` role (registrar, workflow store, health, executor routes), the
-//! `planner`, `dispatcher` and `status` roles (`kairos_worker`; NATS wiring in
+//! `planner`, `dispatcher` (with the sweeper beside it: time-outs, cancels, lost launches,
+//! queued releases, dead letters) and `status` roles (`kairos_worker`; NATS wiring in
 //! `dispatch.rs`: only the dispatcher and status roles need NATS, and they wait for it),
 //! and `retention` (deletes old finished runs per `[history]`; on by default, safe on every
 //! instance at once, needs no NATS). Every role runs as a task until

@@ -1,6 +1,7 @@
 //! The run lifecycle's vocabulary (DESIGN.md §3): the status of a run row, where it came
-//! from, and what an executor reports. Each enum's text is written once, in its mapping
-//! here (and in SQL); everything else in Rust uses the variants.
+//! from, and what an executor reports. Each enum's text is written in its mapping here;
+//! Rust code uses the variants, and the store's statements take their status groups from
+//! these enums (`kairos_store` `groups.rs`) where they are not spelled in SQL.
 
 use std::fmt;
 use std::str::FromStr;

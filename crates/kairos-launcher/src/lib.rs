@@ -2,7 +2,9 @@
 //! whether the queue has stored it.
 //!
 //! - [`NatsLauncher`]: JetStream (stream `KAIROS_LAUNCH`, subjects `kairos.launch.>`), with
-//!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only NATS user.
+//!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only product
+//!   crate that talks to NATS (the bench, the chaos suite and the example executor are
+//!   NATS clients of their own).
 //!   Dead letters go to `KAIROS_DLQ`, cancel requests to `KAIROS_CANCEL`.
 //! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
 //!

@@ -1,6 +1,6 @@
 //! A run's attempts (DESIGN.md §3): the next attempt after a timed-out one, the history of
 //! finished attempts, one more attempt on request (`POST /runs/{key}/retry`), and dead
-//! letters — their listing and the outbox the dispatcher's sweep publishes to the DLQ stream.
+//! letters — their listing and the outbox the sweeper publishes to the DLQ stream.
 //!
 //! A retry keeps the run's key: the run becomes `RETRYING` with `fire_at` = the time of its
 //! next attempt and `attempt` + 1, and the dispatcher claims it like a `PENDING` run when

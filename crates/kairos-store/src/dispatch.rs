@@ -400,7 +400,7 @@ impl RunSpan {
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails, including a second exclusive run
-/// in flight for one schedule (which the advisory lock prevents).
+/// in flight for one schedule (which the row lock in `schedule_dispatch_locks` prevents).
 pub async fn record(
     tx: &mut PgConnection,
     outcomes: &[Outcome],

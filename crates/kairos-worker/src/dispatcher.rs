@@ -1,12 +1,14 @@
 //! The dispatcher: due `PENDING` runs → launch messages on the stream, exactly once.
 //!
-//! One round is one transaction (`round.rs`): claim a batch (`FOR UPDATE SKIP LOCKED`) →
-//! triage (launch deadline, DAGs) → decide the overlap policy (`decide.rs`; exclusive
-//! schedules serialized by a per-schedule dispatch lock) → launch (`launch.rs`: pipelined, every PubAck
-//! awaited, bounded by `launch_timeout`) → wait for the instance's other publishes going on
-//! (`publishing.rs`) → settle the runs that were not launched → record every outcome in one
-//! statement → commit. A process killed anywhere in between rolls the
-//! round back; the runs are `PENDING` again, and the next dispatcher re-publishes them with
+//! A round (`round.rs`) claims a batch (`FOR UPDATE SKIP LOCKED`) → triages it (launch
+//! deadline, DAGs; those outcomes are recorded first) → then, wave by wave as `fire_at`s
+//! come: restages runs whose schedule changed (`restage.rs`) → decides the overlap policy
+//! (`decide.rs`; exclusive schedules serialized by a per-schedule dispatch lock) → launches
+//! (`launch.rs`: pipelined, every PubAck awaited, bounded by `launch_timeout`) → waits for
+//! the instance's other publishes going on (`publishing.rs`) → settles the runs that were
+//! not launched → records the wave's outcomes → commits, and locks the runs still waiting
+//! again in a new transaction. A process killed anywhere in between rolls the
+//! wave back; its runs are `PENDING` again, and the next dispatcher re-publishes them with
 //! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
 //! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
 //!

@@ -1,7 +1,7 @@
 //! Operator cancel of a run (`POST /runs/{key}/cancel`): the store moves the run in one
 //! statement (`kairos_store::cancel`), and a run that became `CANCELLING` has its cancel
 //! message published at once by this instance's dispatcher when it has one; otherwise, or
-//! when NATS cannot take it now, the next sweep of any dispatcher sends it.
+//! when NATS cannot take it now, the next sweep of any instance sends it.
 
 use kairos_store::cancel::{self, Cancel};
 use kairos_store::Tx;
