@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
 use kairos_core::{jitter_offset, RunKey, Timetable};
-use kairos_store::schedules::{self, Schedule, ScheduleWrite};
+use kairos_store::schedules::{self, Schedule};
 use kairos_store::Tx;
 use kairos_store::{calendars, runs};
 
@@ -21,11 +21,11 @@ pub(crate) const RESCHEDULED: &str = "rescheduled: no longer a tick of the sched
 #[derive(Debug)]
 pub(crate) enum Plan {
     /// Insert; reconcile runs left by an earlier schedule of the same id.
-    New(ScheduleWrite, Timetable),
+    New(Schedule, Timetable),
     /// Update with a revision check; `retime` when spec, zone, window or jitter changed;
     /// `reprioritize` when the priority changed (its runs not yet published follow it).
     Changed {
-        write: ScheduleWrite,
+        write: Schedule,
         timetable: Timetable,
         retime: bool,
         reprioritize: bool,
@@ -88,7 +88,7 @@ pub(crate) fn plan(
     if timing {
         write.next_run_at = first(&timetable)?;
     }
-    if write == as_write(stored) {
+    if write == *stored {
         return Ok(Plan::Unchanged(stored.clone()));
     }
     let retime = timing || stored.jitter_ms != write.jitter_ms;
@@ -110,12 +110,8 @@ pub(crate) enum PlanError {
     Revision(i64),
 }
 
-fn to_write(
-    checked: &Checked,
-    existing: Option<&Schedule>,
-    created_at: DateTime<Utc>,
-) -> ScheduleWrite {
-    ScheduleWrite {
+fn to_write(checked: &Checked, existing: Option<&Schedule>, created_at: DateTime<Utc>) -> Schedule {
+    Schedule {
         schedule_id: checked.schedule_id.clone(),
         workflow_id: checked.workflow_id.clone(),
         version: checked.version,
@@ -135,34 +131,11 @@ fn to_write(
         failure: checked.failure.clone(),
         rules: checked.rules.stored.clone(),
         max_runs: checked.max_runs,
+        scheduled_runs: existing.map_or(0, |stored| stored.scheduled_runs),
+        pause_note: existing.and_then(|stored| stored.pause_note.clone()),
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
-    }
-}
-
-fn as_write(stored: &Schedule) -> ScheduleWrite {
-    ScheduleWrite {
-        schedule_id: stored.schedule_id.clone(),
-        workflow_id: stored.workflow_id.clone(),
-        version: stored.version,
-        user_id: stored.user_id.clone(),
-        cron_expr: stored.cron_expr.clone(),
-        timezone: stored.timezone.clone(),
-        start_at: stored.start_at,
-        end_at: stored.end_at,
-        next_run_at: stored.next_run_at,
-        paused: stored.paused,
-        jitter_ms: stored.jitter_ms,
-        overlap_policy: stored.overlap_policy,
-        catchup_policy: stored.catchup_policy,
-        priority: stored.priority,
-        max_run_seconds: stored.max_run_seconds,
-        max_queued: stored.max_queued,
-        failure: stored.failure.clone(),
-        rules: stored.rules.clone(),
-        max_runs: stored.max_runs,
-        revision: stored.revision,
-        created_at: stored.created_at,
+        updated_at: existing.map_or(created_at, |stored| stored.updated_at),
     }
 }
 
@@ -250,7 +223,7 @@ pub(crate) struct Target {
     pub jitter_ms: u32,
 }
 
-fn target(write: &ScheduleWrite, timetable: &Timetable) -> Target {
+fn target(write: &Schedule, timetable: &Timetable) -> Target {
     Target {
         schedule_id: write.schedule_id.clone(),
         timetable: (!write.paused).then(|| timetable.clone()),

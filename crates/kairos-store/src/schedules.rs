@@ -9,7 +9,9 @@ use sqlx::{PgExecutor, Postgres, QueryBuilder};
 use crate::calendars::CalendarRules;
 use crate::Result;
 
-/// A stored schedule, as read back.
+/// A schedule row, as read back and as written: [`insert_many`] and [`update_many`] set
+/// every field but `scheduled_runs` (the planner's count), `pause_note` (set by pausing)
+/// and `updated_at` (now); an insert starts `revision` at 1, an update expects the one given.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Schedule {
     /// Primary key.
@@ -168,55 +170,6 @@ impl FailurePolicy {
     }
 }
 
-/// Everything a registrar write sets. For an insert, `revision` is ignored (a new row starts
-/// at 1) and `created_at` is stored; for an update, `revision` is the one read before the
-/// write, and `created_at` is left alone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScheduleWrite {
-    /// Primary key.
-    pub schedule_id: String,
-    /// See [`Schedule::workflow_id`].
-    pub workflow_id: String,
-    /// See [`Schedule::version`].
-    pub version: i32,
-    /// See [`Schedule::user_id`].
-    pub user_id: String,
-    /// See [`Schedule::cron_expr`].
-    pub cron_expr: String,
-    /// See [`Schedule::timezone`].
-    pub timezone: String,
-    /// See [`Schedule::start_at`].
-    pub start_at: Option<DateTime<Utc>>,
-    /// See [`Schedule::end_at`].
-    pub end_at: Option<DateTime<Utc>>,
-    /// See [`Schedule::next_run_at`].
-    pub next_run_at: Option<DateTime<Utc>>,
-    /// See [`Schedule::paused`].
-    pub paused: bool,
-    /// See [`Schedule::jitter_ms`].
-    pub jitter_ms: i32,
-    /// See [`Schedule::overlap_policy`].
-    pub overlap_policy: OverlapPolicy,
-    /// See [`Schedule::catchup_policy`].
-    pub catchup_policy: CatchupPolicy,
-    /// See [`Schedule::priority`].
-    pub priority: i32,
-    /// See [`Schedule::max_run_seconds`].
-    pub max_run_seconds: Option<i32>,
-    /// See [`Schedule::max_queued`].
-    pub max_queued: Option<i32>,
-    /// See [`Schedule::failure`].
-    pub failure: FailurePolicy,
-    /// See [`Schedule::rules`].
-    pub rules: CalendarRules,
-    /// See [`Schedule::max_runs`].
-    pub max_runs: Option<i32>,
-    /// The revision the update expects to find (ignored by inserts).
-    pub revision: i64,
-    /// Stored by inserts; `updated_at` is always `now`.
-    pub created_at: DateTime<Utc>,
-}
-
 /// One schedule by id.
 ///
 /// # Errors
@@ -295,7 +248,7 @@ pub async fn list(db: impl PgExecutor<'_>, filter: &ListFilter) -> Result<Vec<Sc
 /// [`crate::Error::Database`] when the statement fails.
 pub async fn insert_many(
     db: impl PgExecutor<'_>,
-    rows: &[ScheduleWrite],
+    rows: &[Schedule],
     now: DateTime<Utc>,
 ) -> Result<Vec<Schedule>> {
     if rows.is_empty() {
@@ -325,7 +278,7 @@ pub async fn insert_many(
     Ok(query.build_query_as().fetch_all(db).await?)
 }
 
-/// Updates schedules whose stored revision still equals [`ScheduleWrite::revision`]
+/// Updates schedules whose stored revision still equals [`Schedule::revision`]
 /// (compare-and-set), incrementing it. Rows changed by someone else since they were read
 /// are left alone and missing from the answer. Returns the rows written.
 ///
@@ -335,7 +288,7 @@ pub async fn insert_many(
 // next_run_at is kept: a planner may have advanced it since the registrar read the row.
 pub async fn update_many(
     db: impl PgExecutor<'_>,
-    rows: &[ScheduleWrite],
+    rows: &[Schedule],
     now: DateTime<Utc>,
 ) -> Result<Vec<Schedule>> {
     if rows.is_empty() {
@@ -374,8 +327,8 @@ pub async fn update_many(
 }
 
 /// `unnest($1, ..., $22) as v(<columns>)`: the rows as one relation, one bind per column.
-fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
-    fn col<T, F: Fn(&ScheduleWrite) -> T>(rows: &[ScheduleWrite], f: F) -> Vec<T> {
+fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
+    fn col<T, F: Fn(&Schedule) -> T>(rows: &[Schedule], f: F) -> Vec<T> {
         rows.iter().map(f).collect()
     }
     query.push("unnest(");
@@ -458,7 +411,7 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[ScheduleWrite]) {
 
 /// The parent and outcome of a chained schedule (`@after`), stored beside its spec so that
 /// the chain trigger finds a schedule's children by index.
-fn chain_of(row: &ScheduleWrite) -> Option<kairos_core::Chain> {
+fn chain_of(row: &Schedule) -> Option<kairos_core::Chain> {
     kairos_core::Spec::parse(&row.cron_expr)
         .ok()
         .and_then(|spec| spec.chain().cloned())

@@ -2,15 +2,15 @@
 //! update leaves the timing alone, and a timing change always takes the recomputed tick.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_store::schedules::{self, ScheduleWrite};
+use kairos_store::schedules::{self, Schedule};
 use sqlx::PgPool;
 
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().expect("rfc3339")
 }
 
-fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> ScheduleWrite {
-    ScheduleWrite {
+fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule {
+    Schedule {
         schedule_id: "s1".into(),
         workflow_id: "w".into(),
         version: 1,
@@ -33,8 +33,11 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         },
         rules: Default::default(),
         max_runs: None,
+        scheduled_runs: 0,
+        pause_note: None,
         revision,
         created_at: at("2026-01-01T00:00:00Z"),
+        updated_at: at("2026-01-01T00:00:00Z"),
     }
 }
 

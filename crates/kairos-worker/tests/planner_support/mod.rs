@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use kairos_core::{parse_zone, RunKey, Spec, Timetable};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::runs::{self, Run};
-use kairos_store::schedules::{self, Schedule, ScheduleWrite};
+use kairos_store::schedules::{self, Schedule};
 use kairos_store::PgPool;
 use kairos_worker::planner::{PassReport, Planner, PlannerConfig};
 
@@ -92,11 +92,11 @@ pub async fn insert_bulk(
     next_run_at: impl Fn(&Timetable) -> Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
 ) {
-    let rows: Vec<ScheduleWrite> = (0..n)
+    let rows: Vec<Schedule> = (0..n)
         .map(|i| {
             let (cron_expr, timezone) = spec(i);
             let timetable = timetable(cron_expr, timezone, created_at);
-            ScheduleWrite {
+            Schedule {
                 schedule_id: format!("{prefix}-{i}"),
                 workflow_id: "wf".into(),
                 version: 1,
@@ -119,8 +119,11 @@ pub async fn insert_bulk(
                 },
                 rules: Default::default(),
                 max_runs: None,
+                scheduled_runs: 0,
+                pause_note: None,
                 revision: 0,
                 created_at,
+                updated_at: created_at,
             }
         })
         .collect();
