@@ -49,6 +49,9 @@ struct ProblemBody {
     detail: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     errors: Vec<FieldError>,
+    /// The request's id (`X-Request-Id`), to find its log lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
 }
 
 /// One offending field.
@@ -238,6 +241,7 @@ fn problem(
                 rule: p.rule,
             })
             .collect(),
+        request_id: crate::access::request_id(),
     };
     let json = serde_json::to_vec(&body).expect("problem documents serialize");
     let mut response = (status, json).into_response();

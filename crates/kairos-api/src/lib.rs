@@ -7,6 +7,7 @@
 //! health routes and `GET /metrics` are open (the metrics carry no ids, only counts), and
 //! so are the operator page's shells and assets (`/ui`, no data; see the `ui` module).
 
+mod access;
 mod attempts;
 mod body;
 mod body_timeout;
@@ -287,6 +288,7 @@ pub fn app(state: AppState) -> Router {
             }
             None => route.handler,
         };
+        let handler = handler.route_layer(middleware::from_fn(access::note_route));
         router = router.route(route.path, handler);
     }
     router
@@ -295,6 +297,7 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(guard, guard::check))
         .layer(middleware::map_response(error::problem_json_refusals))
+        .layer(middleware::from_fn(access::log_request))
         .with_state(state)
 }
 
@@ -314,7 +317,10 @@ async fn require_role(State(gate): State<Gate>, request: Request, next: Next) ->
         .get(header::AUTHORIZATION)
         .map(|value| value.to_str().unwrap_or("\u{0}"));
     match gate.auth.authorize(authorization, gate.role) {
-        Ok(_) => next.run(request).await,
+        Ok(principal) => {
+            access::note_caller(&principal.name);
+            next.run(request).await
+        }
         Err(err) => {
             log_refusal(&request, gate.role, &err);
             ApiError::Auth(err).into_response()

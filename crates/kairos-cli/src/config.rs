@@ -229,7 +229,7 @@ pub struct HistoryConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
-    /// Human-readable or JSON lines.
+    /// `auto` (the default), human-readable or JSON lines.
     pub format: LogFormat,
     /// A `tracing_subscriber::EnvFilter` directive, e.g. `info` or `kairos=debug,sqlx=warn`.
     pub level: String,
@@ -239,7 +239,9 @@ pub struct LogConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
-    /// Multi-line, coloured, for a terminal.
+    /// `json` when stdout is not a terminal (a file, a pipe, a log shipper), else `pretty`.
+    Auto,
+    /// Human-readable lines; coloured only on a terminal and without `NO_COLOR`.
     Pretty,
     /// One JSON object per line, for log shippers.
     Json,
@@ -276,7 +278,7 @@ impl fmt::Debug for NatsConfig {
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
-fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -39,7 +39,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// # Errors
 /// When the database cannot be reached within 10 s.
 pub async fn connect(config: &Config) -> anyhow::Result<PgPool> {
-    kairos_store::connect(&config.database.url, config.database.max_connections)
+    let pool = kairos_store::connect(&config.database.url, config.database.max_connections)
         .await
-        .context("connect to PostgreSQL (database.url)")
+        .context("connect to PostgreSQL (database.url)")?;
+    let database = config::redact_url(&config.database.url);
+    tracing::info!(%database, "connected to PostgreSQL");
+    Ok(pool)
 }

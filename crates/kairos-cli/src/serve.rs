@@ -14,6 +14,7 @@
 //! the roles record into it, `GET /metrics` renders it, and a `metrics` task refreshes the
 //! backlog gauges every [`BACKLOG_EVERY`].
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -316,11 +317,19 @@ fn init_tracing(config: &Config) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level)
         .with_context(|| format!("log.level {:?}", config.log.level))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match config.log.format {
+    let terminal = std::io::stdout().is_terminal();
+    let json = match config.log.format {
+        LogFormat::Auto => !terminal,
+        LogFormat::Json => true,
+        LogFormat::Pretty => false,
+    };
+    if json {
         // One object per line; the decision fields (key, schedule_id, reason, ...) are
-        // top-level keys, not buried in the message.
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Pretty => builder.init(),
+        // top-level keys, not buried in the message, and a request's id is in its span.
+        builder.json().flatten_event(true).init();
+    } else {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        builder.with_ansi(terminal && !no_color).init();
     }
     Ok(())
 }

@@ -75,7 +75,7 @@ fn defaults_load_without_any_file_or_env() {
         );
         assert_eq!(config.history.interval_s, 300);
         assert_eq!(config.history.partition_days_ahead, 7);
-        assert_eq!(config.log.format, LogFormat::Pretty);
+        assert_eq!(config.log.format, LogFormat::Auto);
     });
 }
 

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // Each test binary uses a part of this harness.
 
+use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -55,6 +56,26 @@ impl Served {
     /// [`Served::launch`] with more arguments after `serve --roles <roles>` (e.g.
     /// `--config FILE`).
     pub fn launch_with(roles: &str, db_tag: &str, nats: NatsServer, extra: &[&str]) -> Served {
+        Served::spawn(roles, db_tag, nats, extra, Stdio::null(), &[])
+    }
+
+    /// Starts `kairos serve --roles <roles>` with its stdout written to `log` and the
+    /// environment variables `envs` added, and waits until it is ready.
+    pub fn start_logging(roles: &str, db_tag: &str, log: &File, envs: &[(&str, &str)]) -> Served {
+        let stdout = Stdio::from(log.try_clone().expect("clone the log file"));
+        let mut served = Served::spawn(roles, db_tag, NatsServer::start(), &[], stdout, envs);
+        served.wait_for("/readyz", " 200 ");
+        served
+    }
+
+    fn spawn(
+        roles: &str,
+        db_tag: &str,
+        nats: NatsServer,
+        extra: &[&str],
+        stdout: Stdio,
+        envs: &[(&str, &str)],
+    ) -> Served {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
@@ -71,7 +92,8 @@ impl Served {
             .env("DATABASE_URL", &db_url)
             .env("KAIROS_NATS__URL", nats.url())
             .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
-            .stdout(Stdio::null())
+            .envs(envs.iter().copied())
+            .stdout(stdout)
             .stderr(Stdio::null())
             .spawn()
             .expect("start kairos serve");

@@ -1,0 +1,119 @@
+//! `kairos serve`'s log as a log shipper reads it: with stdout in a file, the default
+//! format writes one JSON object per line and no colour codes; `log.format = "pretty"` in a
+//! file has no colour codes either. Every request gets an id (the caller's `X-Request-Id`
+//! or a new one), echoed on the answer, written into problem bodies and into the request's
+//! one access line, and the log names the database it connected to, without its password.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::Served;
+
+/// `GET path` with `headers`; the whole answer.
+fn get(port: u16, path: &str, headers: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: localhost\r\n{headers}\r\n"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    answer
+}
+
+/// The value of header `name` in an HTTP answer.
+fn header<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
+    answer.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// The log's lines once `check` holds for them (at most 10 s).
+fn lines_when(log: &std::path::Path, check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(log).expect("read the log");
+        if check(&text) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "log never matched:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_log_in_a_file_is_json_lines_with_request_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("serve.log");
+    let file = std::fs::File::create(&path).expect("log file");
+    let served = Served::start_logging("api,planner", "logs_json", &file, &[]);
+
+    let kept = get(served.port, "/schedules", "X-Request-Id: deploy-42\r\n");
+    assert!(kept.contains(" 200 "), "{kept}");
+    assert_eq!(header(&kept, "x-request-id"), Some("deploy-42"));
+    let refused = get(
+        served.port,
+        "/schedules/no%20such",
+        "X-Request-Id: bad id\r\n",
+    );
+    let id = header(&refused, "x-request-id")
+        .expect("an id on a refusal")
+        .to_string();
+    assert_eq!(id.len(), 32, "a new id replaces one with a space: {id}");
+    let body: Value =
+        serde_json::from_str(refused.split("\r\n\r\n").nth(1).expect("body")).expect("json");
+    assert_eq!(body["request_id"], Value::from(id.clone()), "{body}");
+    let fresh = get(served.port, "/healthz", "");
+    let other = header(&fresh, "x-request-id").expect("an id when none was sent");
+    assert_ne!(other, id);
+
+    let text = lines_when(&path, |text| {
+        text.contains(&id) && text.contains("deploy-42")
+    });
+    assert!(!text.contains('\u{1b}'), "colour codes in a file:\n{text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let access = lines
+        .iter()
+        .find(|line| line["message"] == "request" && line["span"]["request_id"] == "deploy-42")
+        .expect("the access line of deploy-42");
+    assert_eq!(access["method"], "GET");
+    assert_eq!(access["route"], "/schedules");
+    assert_eq!(access["status"], 200);
+    assert!(access["duration_ms"].as_f64().is_some(), "{access}");
+    assert!(lines.iter().any(|line| line["message"] == "request"
+        && line["span"]["request_id"] == Value::from(id.clone())
+        && line["status"] == 400));
+    let connected = lines
+        .iter()
+        .find(|line| line["message"] == "connected to PostgreSQL")
+        .expect("the database it connected to");
+    let database = connected["database"].as_str().expect("database");
+    assert!(database.contains("kairos_logs_json_test_"), "{database}");
+}
+
+#[test]
+fn pretty_lines_in_a_file_carry_no_colour() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("serve.log");
+    let file = std::fs::File::create(&path).expect("log file");
+    let served = Served::start_logging(
+        "api",
+        "logs_pretty",
+        &file,
+        &[("KAIROS_LOG__FORMAT", "pretty")],
+    );
+    let answer = get(served.port, "/healthz", "X-Request-Id: pretty-1\r\n");
+    assert!(answer.contains(" 200 "), "{answer}");
+    let text = lines_when(&path, |text| text.contains("pretty-1"));
+    assert!(!text.contains('\u{1b}'), "colour codes in a file:\n{text}");
+    assert!(text.lines().all(|line| !line.starts_with('{')), "{text}");
+}
