@@ -1,6 +1,6 @@
 //! Measures upsert latency (p50/p99 over 1,000 calls through the real router) and a deploy
 //! sync of 10,000 schedules (create, identical re-deploy, all changed), against the
-//! PostgreSQL at DATABASE_URL in a scratch database it creates and drops.
+//! PostgreSQL at KAIROS_TEST_DATABASE_URL (`.cargo/config.toml`) in a scratch database it creates and drops.
 //!
 //! `cargo run --release -p kairos-api --example bench_registrar`
 

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{RunSource, RunStatus};
 use kairos_store::runs::{self, NewRun};
-use sqlx::PgPool;
+use kairos_testkit::TestDb;
 
 fn run(key: &str, run_at: DateTime<Utc>, status: RunStatus) -> NewRun {
     NewRun {
@@ -27,8 +27,10 @@ fn at() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn one_row_per_key_and_only_valid_rows(pool: PgPool) {
+#[tokio::test]
+async fn one_row_per_key_and_only_valid_rows() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let key = "a".repeat(64);
     assert!(
         runs::insert(&pool, &run(&key, at(), RunStatus::Pending), at())
@@ -88,8 +90,10 @@ fn violated_check(res: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> Op
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_key_of_the_wrong_shape_is_refused_whenever_it_is_written(pool: PgPool) {
+#[tokio::test]
+async fn a_key_of_the_wrong_shape_is_refused_whenever_it_is_written() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let key_check = Some("schedule_runs_idempotency_key_check".to_string());
     let insert = |key: &str, source: &str| {
         sqlx::query(

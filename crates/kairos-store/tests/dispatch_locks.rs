@@ -3,6 +3,7 @@
 //! transaction, and a burst of any size fits (a row lock per schedule, not PostgreSQL's
 //! shared lock table, which the advisory locks it replaces overflowed).
 
+use kairos_testkit::TestDb;
 use std::collections::HashSet;
 
 use kairos_store::dispatch::lock_schedules;
@@ -29,8 +30,10 @@ fn set(names: &[&str]) -> HashSet<String> {
     names.iter().map(|name| (*name).to_string()).collect()
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_schedule_is_held_by_one_transaction_until_it_ends(pool: PgPool) {
+#[tokio::test]
+async fn a_schedule_is_held_by_one_transaction_until_it_ends() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     schedules(&pool, 3).await;
     let mut first = pool.begin().await.expect("begin");
     let mut second = pool.begin().await.expect("begin");
@@ -55,8 +58,10 @@ async fn a_schedule_is_held_by_one_transaction_until_it_ends(pool: PgPool) {
     assert_eq!(after, set(&["s1", "s2"]), "released with its transaction");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_schedule_without_a_lock_row_is_still_held_by_one_transaction(pool: PgPool) {
+#[tokio::test]
+async fn a_schedule_without_a_lock_row_is_still_held_by_one_transaction() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     // A schedule id the table has no row for (written by hand): the advisory fallback.
     let mut first = pool.begin().await.expect("begin");
     let mut second = pool.begin().await.expect("begin");
@@ -70,8 +75,10 @@ async fn a_schedule_without_a_lock_row_is_still_held_by_one_transaction(pool: Pg
     assert!(other.is_empty());
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_deleted_and_recreated_schedule_keeps_one_lock_row(pool: PgPool) {
+#[tokio::test]
+async fn a_deleted_and_recreated_schedule_keeps_one_lock_row() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     schedules(&pool, 1).await;
     sqlx::query("delete from schedules where schedule_id = 's1'")
         .execute(&pool)
@@ -89,8 +96,10 @@ async fn a_deleted_and_recreated_schedule_keeps_one_lock_row(pool: PgPool) {
 /// 30,000 exclusive schedules locked by one transaction, 60,000 by two: far past the
 /// shared lock table of a server with default settings (64 × (100 + 0) slots and some
 /// slack), which advisory locks overflowed with "out of shared memory".
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_burst_of_any_size_fits(pool: PgPool) {
+#[tokio::test]
+async fn a_burst_of_any_size_fits() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     schedules(&pool, 60_000).await;
     let all: Vec<String> = (1..=60_000).map(|i| format!("s{i}")).collect();
     let mut first = pool.begin().await.expect("begin");

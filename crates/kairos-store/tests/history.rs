@@ -1,6 +1,7 @@
 //! Run history on real PostgreSQL: the per-schedule statistics (`stats`) and retention
 //! (`retention`), over runs put into known states.
 
+use kairos_testkit::TestDb;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
@@ -80,8 +81,10 @@ async fn statuses(pool: &PgPool, schedule_id: &str) -> Vec<(DateTime<Utc>, RunSt
         .collect()
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch(pool: PgPool) {
+#[tokio::test]
+async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     schedule(&pool, "s1", 7, None).await;
     let t = |m: i64| at("2026-03-01T10:00:00Z") + Duration::minutes(m);
     let skipped = Row {
@@ -150,8 +153,10 @@ async fn stats_name_the_last_fire_and_why_the_last_tick_did_not_launch(pool: PgP
     assert_eq!(narrow.last_fire.map(|r| r.run_at), Some(t(5)));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_parked_schedule_says_why_and_a_deleted_one_keeps_its_run_stats(pool: PgPool) {
+#[tokio::test]
+async fn a_parked_schedule_says_why_and_a_deleted_one_keeps_its_run_stats() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     schedule(&pool, "parked", 0, Some("cron_expr: no longer parses")).await;
     insert(
         &pool,
@@ -196,8 +201,10 @@ fn rule(now: DateTime<Utc>, keep_last: u32, limit: u32) -> RetentionRule {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn retention_deletes_old_terminal_runs_beyond_keep_last_in_bounded_batches(pool: PgPool) {
+#[tokio::test]
+async fn retention_deletes_old_terminal_runs_beyond_keep_last_in_bounded_batches() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let now = at("2026-06-01T00:00:00Z");
     let old = |day: i64| now - Duration::days(100 - day);
     let terminal = [
@@ -273,8 +280,10 @@ async fn retention_deletes_old_terminal_runs_beyond_keep_last_in_bounded_batches
     assert_eq!(statuses(&pool, "gone").await.len(), 0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn retention_skips_a_locked_row_instead_of_waiting(pool: PgPool) {
+#[tokio::test]
+async fn retention_skips_a_locked_row_instead_of_waiting() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let now = at("2026-06-01T00:00:00Z");
     let old = now - Duration::days(90);
     insert(

@@ -3,6 +3,7 @@
 //! run in flight per exclusive schedule), the partitions made ahead, retention's whole-day
 //! drops and their fallback, and the migration carrying existing rows over.
 
+use kairos_testkit::TestDb;
 use std::borrow::Cow;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -92,8 +93,10 @@ async fn days(pool: &PgPool) -> Vec<NaiveDate> {
         .map(|p| p.day)
         .collect()
 }
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn a_fresh_database_has_daily_partitions_a_default_and_every_index(pool: PgPool) {
+#[tokio::test]
+async fn a_fresh_database_has_daily_partitions_a_default_and_every_index() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let today: NaiveDate = sqlx::query_scalar("select (now() at time zone 'UTC')::date")
         .fetch_one(&pool)
         .await
@@ -149,8 +152,10 @@ async fn a_fresh_database_has_daily_partitions_a_default_and_every_index(pool: P
     assert_eq!(one_in_flight, "runs_in_flight");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn one_row_per_tick_across_partitions(pool: PgPool) {
+#[tokio::test]
+async fn one_row_per_tick_across_partitions() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     partitions::create_ahead(&pool, at("2030-01-01T00:00:00Z"), 2)
         .await
         .expect("partitions");
@@ -186,8 +191,10 @@ async fn one_row_per_tick_across_partitions(pool: PgPool) {
     assert_eq!(count_where(&pool, "select count(*) from run_keys").await, 0);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn manual_api_and_chain_keys_stay_unique_whatever_their_run_at(pool: PgPool) {
+#[tokio::test]
+async fn manual_api_and_chain_keys_stay_unique_whatever_their_run_at() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     partitions::create_ahead(&pool, at("2030-01-01T00:00:00Z"), 2)
         .await
         .expect("partitions");
@@ -246,8 +253,10 @@ async fn manual_api_and_chain_keys_stay_unique_whatever_their_run_at(pool: PgPoo
         .expect("a freed key"));
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn one_run_in_flight_per_exclusive_schedule_across_partitions(pool: PgPool) {
+#[tokio::test]
+async fn one_run_in_flight_per_exclusive_schedule_across_partitions() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     partitions::create_ahead(&pool, at("2030-01-01T00:00:00Z"), 2)
         .await
         .expect("partitions");
@@ -294,8 +303,10 @@ async fn one_run_in_flight_per_exclusive_schedule_across_partitions(pool: PgPool
     assert_eq!(holder, second);
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn partitions_ahead_are_idempotent_and_leave_days_in_default_alone(pool: PgPool) {
+#[tokio::test]
+async fn partitions_ahead_are_idempotent_and_leave_days_in_default_alone() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let now = at("2030-01-01T12:00:00Z");
     // A run of Jan 4 before its partition exists: it lands in the default partition.
     let early = put(&pool, "s", at("2030-01-04T10:00:00Z"), "PENDING", false).await;
@@ -323,8 +334,10 @@ async fn partitions_ahead_are_idempotent_and_leave_days_in_default_alone(pool: P
     assert_eq!(partition_of(&pool, &later).await, "schedule_runs_p20300105");
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn retention_drops_deletable_days_and_falls_back_to_row_deletes(pool: PgPool) {
+#[tokio::test]
+async fn retention_drops_deletable_days_and_falls_back_to_row_deletes() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     partitions::create_ahead(&pool, at("2030-01-01T00:00:00Z"), 3)
         .await
         .expect("partitions");
@@ -408,8 +421,10 @@ async fn retention_drops_deletable_days_and_falls_back_to_row_deletes(pool: PgPo
     );
 }
 
-#[sqlx::test(migrations = false)]
-async fn the_migration_carries_existing_rows_over(pool: PgPool) {
+#[tokio::test]
+async fn the_migration_carries_existing_rows_over() {
+    let db = TestDb::empty().await;
+    let pool = db.pool();
     let before = Migrator {
         migrations: Cow::Owned(
             kairos_store::MIGRATOR
@@ -503,9 +518,11 @@ async fn the_migration_carries_existing_rows_over(pool: PgPool) {
 /// row deletes of the fallback (`delete_batch`, 1,000 rows a statement, the default
 /// `history.batch_size`). Prints both times. A measurement, not a check: run it with
 /// `cargo test -p kairos-store --test partitions -- --ignored --nocapture`.
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
+#[tokio::test]
 #[ignore = "a measurement (about a minute); run by hand"]
-async fn measure_dropping_a_day_against_deleting_its_rows(pool: PgPool) {
+async fn measure_dropping_a_day_against_deleting_its_rows() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let old_day = at("2030-01-01T00:00:00Z");
     let rule = RetentionRule {
         older_than: at("2030-03-01T00:00:00Z"),

@@ -4,10 +4,10 @@
 //! exactly like its index's predicate for PostgreSQL to use the index, and the one-in-flight
 //! rule must hold the same statuses the dispatcher and the intake treat as holding.
 
+use kairos_testkit::TestDb;
 use std::collections::BTreeSet;
 
 use kairos_core::RunStatus;
-use sqlx::PgPool;
 
 fn phase(phase: fn(RunStatus) -> bool) -> BTreeSet<String> {
     RunStatus::every(phase)
@@ -44,8 +44,10 @@ fn assert_every_list_holding(text: &str, open: &str, close: char) {
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn partial_indexes_and_the_in_flight_trigger_are_built_on_the_core_phases(pool: PgPool) {
+#[tokio::test]
+async fn partial_indexes_and_the_in_flight_trigger_are_built_on_the_core_phases() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let indexes: Vec<(String, String)> = sqlx::query_as(
         "select indexname, indexdef from pg_indexes \
          where tablename = 'schedule_runs' and indexdef like '%status%WHERE%' \

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_store::schedules::{self, Schedule};
-use sqlx::PgPool;
+use kairos_testkit::TestDb;
 
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().expect("rfc3339")
@@ -41,8 +41,10 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
     }
 }
 
-#[sqlx::test(migrator = "kairos_store::MIGRATOR")]
-async fn an_update_never_rolls_back_a_planner_advance(pool: PgPool) {
+#[tokio::test]
+async fn an_update_never_rolls_back_a_planner_advance() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
     let now = at("2026-01-01T00:00:00Z");
     let read = at("2026-01-01T00:01:00Z");
     schedules::insert_many(&pool, &[write("* * * * *", read, 1)], now)

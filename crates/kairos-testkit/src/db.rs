@@ -1,5 +1,5 @@
 //! [`TestDb`]: a fresh PostgreSQL database per test, migrated, dropped when the test ends
-//! (passed or panicked). The server is `$DATABASE_URL`'s (`.cargo/config.toml` points it at
+//! (passed or panicked). The server is `$KAIROS_TEST_DATABASE_URL`'s (`.cargo/config.toml` points it at
 //! the machine's PostgreSQL). Tests that check rows directly use the [`sqlx`] re-exported
 //! here, so the crates under test need no database client of their own.
 
@@ -30,11 +30,23 @@ impl TestDb {
     /// When PostgreSQL cannot be reached or refuses: a test that needs it fails, it never
     /// skips.
     pub async fn new() -> TestDb {
-        let url = std::env::var("DATABASE_URL")
-            .expect("DATABASE_URL (set by .cargo/config.toml) names the test server");
+        let db = TestDb::empty().await;
+        kairos_store::migrate(&db.pool)
+            .await
+            .expect("migrate the test database");
+        db
+    }
+
+    /// A database of its own with no table at all (for tests of the migrations).
+    ///
+    /// # Panics
+    /// As [`TestDb::new`].
+    pub async fn empty() -> TestDb {
+        let url = std::env::var("KAIROS_TEST_DATABASE_URL")
+            .expect("KAIROS_TEST_DATABASE_URL (set by .cargo/config.toml) names the test server");
         let (server, _) = url
             .rsplit_once('/')
-            .expect("DATABASE_URL ends with a database");
+            .expect("KAIROS_TEST_DATABASE_URL ends with a database");
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -56,9 +68,6 @@ impl TestDb {
             .connect(&format!("{server}/{name}"))
             .await
             .expect("connect to the test database");
-        kairos_store::migrate(&pool)
-            .await
-            .expect("migrate the test database");
         TestDb {
             pool,
             server: server.to_string(),

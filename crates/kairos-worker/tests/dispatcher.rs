@@ -153,7 +153,7 @@ async fn killed_between_ack_and_record_loses_and_doubles_nothing() {
     for (n, key) in keys.iter().enumerate() {
         run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
     }
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let base = std::env::var("KAIROS_TEST_DATABASE_URL").expect("KAIROS_TEST_DATABASE_URL");
     let (server_url, _) = base.rsplit_once('/').expect("url with a database");
     let database = pool
         .connect_options()

@@ -70,7 +70,7 @@ async fn kill_child_at(
                 .expect("report stored");
         }
     }
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let base = std::env::var("KAIROS_TEST_DATABASE_URL").expect("KAIROS_TEST_DATABASE_URL");
     let (server_url, _) = base.rsplit_once('/').expect("url with a database");
     let database = pool
         .connect_options()

@@ -125,7 +125,8 @@ async fn database_url(pool: &PgPool) -> String {
         .fetch_one(pool)
         .await
         .expect("database name");
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL (set in .cargo/config.toml)");
+    let base = std::env::var("KAIROS_TEST_DATABASE_URL")
+        .expect("KAIROS_TEST_DATABASE_URL (set in .cargo/config.toml)");
     let server = base.rsplit_once('/').expect("a URL with a database").0;
     format!("{server}/{name}")
 }

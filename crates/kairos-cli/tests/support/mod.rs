@@ -80,7 +80,8 @@ impl Served {
             .and_then(|l| l.local_addr())
             .expect("port")
             .port();
-        let base = std::env::var("DATABASE_URL").expect("DATABASE_URL (set by .cargo/config.toml)");
+        let base = std::env::var("KAIROS_TEST_DATABASE_URL")
+            .expect("KAIROS_TEST_DATABASE_URL (set by .cargo/config.toml)");
         let db_name = format!("kairos_{db_tag}_test_{}", std::process::id());
         let db_url = format!(
             "{}/{db_name}",
