@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use kairos_registrar::{DeadLetterQuery, RunView};
 use serde_json::json;
@@ -51,12 +50,12 @@ pub(crate) async fn retry(
     let request_id = read_retry(body::json(body, state.max_body_bytes)?)?;
     let request_id = request_id.unwrap_or_else(fresh_request_id);
     let (run, started) = state.registrar.retry(&key, &request_id).await?;
-    let status = if started {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(RunBody::of(run))).into_response())
+    let location = format!("/runs/{}", run.idempotency_key);
+    Ok(crate::wire::written(
+        started,
+        location,
+        Json(RunBody::of(run)),
+    ))
 }
 
 /// `GET /dead-letters?schedule_id=&workflow_id=&limit=&cursor=` → `{runs, next_cursor}`.

@@ -4,7 +4,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use kairos_registrar::CalendarInput;
 use serde_json::{json, Value};
@@ -24,15 +24,15 @@ pub(crate) async fn put(
 ) -> Result<Response, ApiError> {
     let input = read_calendar(name, body::json(body, state.max_body_bytes)?)?;
     let written = state.registrar.put_calendar(&input).await?;
-    let status = if written.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let location = format!("/calendars/{}", written.calendar.name);
     let mut answer = serde_json::to_value(CalendarBody::of(written.calendar))
         .expect("a calendar body serializes");
     answer["replanned"] = json!(written.replanned);
-    Ok((status, Json(answer)).into_response())
+    Ok(crate::wire::written(
+        written.created,
+        location,
+        Json(answer),
+    ))
 }
 
 /// `GET /calendars/{name}`.

@@ -5,8 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -29,12 +28,9 @@ pub(crate) async fn trigger(
         .registrar
         .trigger(&id, &request_id, overlap.as_deref())
         .await?;
-    let status = if triggered.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(RunBody::of(triggered.run))).into_response())
+    let location = format!("/runs/{}", triggered.run.idempotency_key);
+    let body = Json(RunBody::of(triggered.run));
+    Ok(crate::wire::written(triggered.created, location, body))
 }
 
 /// `POST /schedules/{id}/backfill` `{from, to}` → `{ticks, created, already_present}`.

@@ -32,12 +32,9 @@ pub(crate) async fn upsert(
         return Ok((StatusCode::OK, Json(dry_run_body(dry))).into_response());
     }
     let upserted = state.registrar.upsert(&input).await?;
-    let status = if upserted.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(UpsertAnswer::of(&upserted.schedule))).into_response())
+    let location = format!("/schedules/{}", upserted.schedule.schedule_id);
+    let body = Json(UpsertAnswer::of(&upserted.schedule));
+    Ok(crate::wire::written(upserted.created, location, body))
 }
 
 /// `POST /schedules/pause`: `{schedule_id, paused, note?}` → 204.

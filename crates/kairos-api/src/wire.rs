@@ -453,3 +453,22 @@ pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
         "schedules": schedules,
     })
 }
+
+/// The answer of a write that may create: 201 with `Location` naming what it created, or
+/// 200 when it already existed (updated, replaced, or the same request again).
+pub(crate) fn written(
+    created: bool,
+    location: String,
+    body: impl axum::response::IntoResponse,
+) -> axum::response::Response {
+    use axum::http::{header, HeaderValue, StatusCode};
+    use axum::response::IntoResponse;
+    if !created {
+        return (StatusCode::OK, body).into_response();
+    }
+    let mut response = (StatusCode::CREATED, body).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}

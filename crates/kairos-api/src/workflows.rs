@@ -38,11 +38,7 @@ pub(crate) async fn put(
         return Ok((StatusCode::OK, Json(crate::wire::dry_run_body(dry))).into_response());
     }
     let deployed = state.registrar.put_workflow(&input).await?;
-    let status = if deployed.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let location = format!("/workflows/{workflow_id}/versions/{version}");
     let schedules: Vec<UpsertAnswer> = deployed.schedules.iter().map(UpsertAnswer::of).collect();
     let answer = json!({
         "workflow_id": workflow_id,
@@ -51,7 +47,11 @@ pub(crate) async fn put(
         "schedules": schedules,
         "removed": deployed.removed,
     });
-    Ok((status, Json(answer)).into_response())
+    Ok(crate::wire::written(
+        deployed.created,
+        location,
+        Json(answer),
+    ))
 }
 
 /// `GET /workflows/{id}/versions/{v}`: `{workflow_id, version, dag, created_at}`.
