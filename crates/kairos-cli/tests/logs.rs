@@ -90,7 +90,7 @@ fn a_log_in_a_file_is_json_lines_with_request_ids() {
     assert_eq!(access["status"], 200);
     assert!(access["duration_ms"].as_f64().is_some(), "{access}");
     assert!(lines.iter().any(|line| line["message"] == "request"
-        && line["span"]["request_id"] == Value::from(id.clone())
+        && line["span"]["request_id"] == id.as_str()
         && line["status"] == 400));
     let connected = lines
         .iter()
