@@ -42,7 +42,9 @@ async fn api(pool: PgPool, nats: &NatsServer) -> axum::Router {
         ..AuthConfig::default()
     };
     let link = NatsLink::new();
-    link.connect(NatsConfig::new(nats.url())).await;
+    link.connect(NatsConfig::new(nats.url()))
+        .await
+        .expect("nats connect");
     let launcher = link.get().expect("connected").clone();
     let config = DispatcherConfig::new(100, Duration::from_millis(50), Duration::from_secs(300));
     let intake = Intake::new(pool.clone());

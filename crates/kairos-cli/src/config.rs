@@ -30,8 +30,11 @@ use serde::{Deserialize, Deserializer};
 /// inside the session's 30 s idle-in-transaction timeout (with the launch timeout).
 const MAX_PRESTAGE_MS: u64 = 10_000;
 
+mod nats;
 #[cfg(test)]
 mod tests;
+
+pub use nats::NatsConfig;
 
 /// The built-in defaults, `config/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
@@ -81,37 +84,6 @@ pub struct DatabaseConfig {
     pub url: String,
     /// Pool size per instance.
     pub max_connections: u32,
-}
-
-/// `[nats]`: the JetStream server launch messages go to.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NatsConfig {
-    /// Server URL(s), e.g. `nats://127.0.0.1:4222` (comma-separated for a cluster).
-    pub url: String,
-    /// The launch stream's name (`KAIROS_LAUNCH`).
-    pub stream: String,
-    /// First subject token(s): launches go to `<prefix>.launch.<workflow_id>`.
-    pub subject_prefix: String,
-    /// The stream's duplicate window in seconds; must exceed `scheduler.launch_deadline_s`.
-    pub duplicate_window_s: u64,
-    /// Copies the cluster keeps of the launch, status and dead-letter streams: 1, or 3 on a
-    /// cluster of at least 3 JetStream servers (checked when connecting).
-    pub replicas: usize,
-    /// CA bundle (PEM) to trust for TLS.
-    pub tls_ca: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
-    pub tls_cert: Option<PathBuf>,
-    /// Client private key (PEM) for mutual TLS; needs `tls_cert`.
-    pub tls_key: Option<PathBuf>,
-    /// A NATS `.creds` file (JWT + nkey seed).
-    pub creds_file: Option<PathBuf>,
-    /// User name; needs `password`.
-    pub user: Option<String>,
-    /// Password for `user`.
-    pub password: Option<String>,
-    /// Auth token.
-    pub token: Option<String>,
 }
 
 /// `[http]`: the API listener.
@@ -257,26 +229,6 @@ impl fmt::Debug for DatabaseConfig {
     }
 }
 
-impl fmt::Debug for NatsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hidden = |secret: &Option<String>| secret.as_ref().map(|_| "<redacted>");
-        f.debug_struct("NatsConfig")
-            .field("url", &self.url)
-            .field("stream", &self.stream)
-            .field("subject_prefix", &self.subject_prefix)
-            .field("duplicate_window_s", &self.duplicate_window_s)
-            .field("replicas", &self.replicas)
-            .field("tls_ca", &self.tls_ca)
-            .field("tls_cert", &self.tls_cert)
-            .field("tls_key", &self.tls_key)
-            .field("creds_file", &self.creds_file)
-            .field("user", &self.user)
-            .field("password", &hidden(&self.password))
-            .field("token", &hidden(&self.token))
-            .finish()
-    }
-}
-
 /// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
 pub(crate) fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -400,7 +352,10 @@ impl Config {
     /// The first rule broken, as a `figment::Error` whose message starts with the key.
     pub fn validate(&self) -> Result<(), Box<figment::Error>> {
         self.validate_database()?;
-        self.validate_nats()?;
+        self.nats.validate(
+            self.scheduler.launch_deadline_s,
+            self.scheduler.start_timeout_s,
+        )?;
         self.validate_http_and_auth()?;
         self.validate_scheduler()?;
         self.validate_registrar()?;
@@ -424,87 +379,6 @@ impl Config {
             "database.max_connections",
             self.database.max_connections.into(),
         )
-    }
-
-    fn validate_nats(&self) -> Result<(), Box<figment::Error>> {
-        let nats = &self.nats;
-        if nats.url.trim().is_empty() {
-            return Err(invalid("nats.url", "must not be empty"));
-        }
-        let stream_ok = !nats.stream.is_empty()
-            && nats
-                .stream
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !stream_ok {
-            return Err(invalid(
-                "nats.stream",
-                "must be ASCII letters, digits, '_' or '-'",
-            ));
-        }
-        let subject_ok = nats.subject_prefix.split('.').all(|token| {
-            !token.is_empty()
-                && token
-                    .chars()
-                    .all(|c| c.is_ascii_graphic() && !matches!(c, '*' | '>'))
-        });
-        if !subject_ok {
-            return Err(invalid(
-                "nats.subject_prefix",
-                "must be dot-separated non-empty subject tokens without spaces, '*' or '>'",
-            ));
-        }
-        positive("nats.duplicate_window_s", nats.duplicate_window_s)?;
-        // Two replicas survive no more failures than one (a quorum of two needs both), and
-        // more than three is not what we test: 1 or 3 only.
-        if !matches!(nats.replicas, 1 | 3) {
-            return Err(invalid("nats.replicas", "must be 1 or 3"));
-        }
-        // Invariant 2 of DESIGN.md §2: a retry may re-publish up to the launch deadline after
-        // the first attempt, and must still land in the dedup window.
-        if nats.duplicate_window_s <= self.scheduler.launch_deadline_s {
-            return Err(invalid(
-                "nats.duplicate_window_s",
-                format_args!(
-                    "must exceed scheduler.launch_deadline_s ({})",
-                    self.scheduler.launch_deadline_s
-                ),
-            ));
-        }
-        if nats.tls_cert.is_some() != nats.tls_key.is_some() {
-            let key = if nats.tls_cert.is_some() {
-                "nats.tls_key"
-            } else {
-                "nats.tls_cert"
-            };
-            return Err(invalid(
-                key,
-                "must be set together with nats.tls_cert and nats.tls_key",
-            ));
-        }
-        if nats.user.is_some() != nats.password.is_some() {
-            let key = if nats.user.is_some() {
-                "nats.password"
-            } else {
-                "nats.user"
-            };
-            return Err(invalid(
-                key,
-                "must be set together with nats.user and nats.password",
-            ));
-        }
-        let methods = [
-            nats.creds_file.is_some(),
-            nats.user.is_some(),
-            nats.token.is_some(),
-        ];
-        if methods.iter().filter(|&&set| set).count() > 1 {
-            return Err(invalid(
-                "nats.creds_file",
-                "conflicts: set at most one of nats.creds_file, nats.user + nats.password, nats.token",
-            ));
-        }
-        Ok(())
     }
 
     fn validate_http_and_auth(&self) -> Result<(), Box<figment::Error>> {

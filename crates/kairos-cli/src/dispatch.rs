@@ -10,30 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use kairos_launcher::status::{StatusConsumer, STATUS_STREAM};
-use kairos_launcher::{NatsConfig, NatsLink};
+use kairos_launcher::status::StatusConsumer;
+use kairos_launcher::NatsLink;
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 use kairos_worker::intake::Intake;
 use kairos_worker::sweep::{SweepConfig, Sweeper};
 
 use crate::config::Config;
-
-/// The launcher's settings from `[nats]`.
-pub fn nats_config(config: &Config) -> NatsConfig {
-    let nats = &config.nats;
-    let mut launcher = NatsConfig::new(nats.url.clone());
-    launcher.stream = nats.stream.clone();
-    launcher.subject_prefix = nats.subject_prefix.clone();
-    launcher.duplicate_window = Duration::from_secs(nats.duplicate_window_s);
-    launcher.replicas = nats.replicas;
-    launcher.tls_ca = nats.tls_ca.clone();
-    launcher.tls_client = nats.tls_cert.clone().zip(nats.tls_key.clone());
-    launcher.creds_file = nats.creds_file.clone();
-    launcher.user_password = nats.user.clone().zip(nats.password.clone());
-    launcher.token = nats.token.clone();
-    launcher
-}
 
 /// The dispatcher's knobs from `[scheduler]`.
 fn dispatcher_config(config: &Config) -> DispatcherConfig {
@@ -122,7 +106,6 @@ pub async fn run_sweeper(
 /// # Errors
 /// When the consumer fails fatally.
 pub async fn run_status(
-    config: Config,
     link: NatsLink,
     intake: Intake,
     stopped: impl Future<Output = ()>,
@@ -131,11 +114,13 @@ pub async fn run_status(
     let Some(launcher) = connected(&link, &mut stopped).await else {
         return Ok(());
     };
-    let prefix = &config.nats.subject_prefix;
     let mut pause = Duration::from_millis(200);
     let consumer = loop {
-        match StatusConsumer::connect(&launcher, STATUS_STREAM, prefix).await {
+        match StatusConsumer::connect(&launcher).await {
             Ok(consumer) => break consumer,
+            Err(err) if err.is_misconfiguration() => {
+                return Err(err).context("status stream");
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "status stream not ready; retrying");
                 tokio::select! {
@@ -145,7 +130,7 @@ pub async fn run_status(
             }
         }
     };
-    tracing::info!(stream = STATUS_STREAM, "status intake started");
+    tracing::info!(stream = %launcher.config().status_stream, "status intake started");
     let intake = &intake;
     consumer
         .run(|messages| intake.take_messages(messages), stopped)

@@ -120,13 +120,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // until the server says its own.
         let dag_limit = DagLimit::default();
         if let Some(link) = &link {
-            let (link, nats) = (link.clone(), crate::dispatch::nats_config(&config));
-            let dag_limit = dag_limit.clone();
-            tokio::spawn(async move {
-                link.connect(nats).await;
+            // A misconfiguration (a stream name taken by another deployment) ends the
+            // instance; an unreachable server is retried in the background.
+            let (link, nats) = (link.clone(), config.nats.launcher());
+            let (dag_limit, stopped) = (dag_limit.clone(), stopped(stopping.clone()));
+            roles.spawn(async move {
+                tokio::pin!(stopped);
+                tokio::select! {
+                    () = &mut stopped => return Ok(()),
+                    connected = link.connect(nats) => connected.context("nats")?,
+                }
                 if let Some(launcher) = link.get() {
                     dag_limit.set_from_max_payload(launcher.max_payload());
                 }
+                stopped.await;
+                Ok(())
             });
         }
         if let (true, Some(link)) = (runs("dispatcher"), &link) {
@@ -144,9 +152,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ));
         }
         if let (true, Some(link)) = (runs("status"), &link) {
-            let (config, link, intake) = (config.clone(), link.clone(), intake.clone());
+            let (link, intake) = (link.clone(), intake.clone());
             let stopped = stopped(stopping.clone());
-            roles.spawn(crate::dispatch::run_status(config, link, intake, stopped));
+            roles.spawn(crate::dispatch::run_status(link, intake, stopped));
         }
         if let Some(auth) = auth {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));

@@ -1,10 +1,11 @@
 //! `kairos serve` as an operator runs it: every role up against a real PostgreSQL and a real
 //! nats-server, ready on `/readyz`, metrics on `/metrics`, and a SIGTERM ends it cleanly
-//! within the grace bound.
+//! within the grace bound; a second deployment that would take over the first one's streams
+//! stops with an error naming the stream.
 
 mod support;
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::Served;
@@ -78,6 +79,55 @@ fn serve_starts_without_nats_and_publishes_once_it_is_up() {
 
     served.nats.restart();
     served.wait_for("/readyz", " 200 ");
+    served.wait_for(
+        "/schedules/every-second/runs?status=ENQUEUED",
+        "\"ENQUEUED\"",
+    );
+}
+
+/// A second deployment on the same NATS with the same stream names but its own subjects
+/// stops at start, naming the stream and the key to change; the first keeps publishing.
+#[test]
+fn serve_refuses_a_stream_another_deployment_owns() {
+    let mut served = Served::start("api,planner,dispatcher,status", "owned");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    // The tests' server, left unmigrated: only the NATS roles run, and they stop first.
+    let base = std::env::var("KAIROS_TEST_DATABASE_URL").expect("KAIROS_TEST_DATABASE_URL");
+    let started = Instant::now();
+    let second = Command::new(env!("CARGO_BIN_EXE_kairos"))
+        .args(["serve", "--no-migrate", "--roles", "dispatcher,status"])
+        .env("DATABASE_URL", &base)
+        .env("KAIROS_NATS__URL", served.nats.url())
+        .env("KAIROS_NATS__SUBJECT_PREFIX", "other")
+        .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
+        .env("KAIROS_LOG__FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the second deployment");
+    assert!(!second.status.success(), "the second deployment must stop");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it stops at once, not after retrying"
+    );
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("\"KAIROS_LAUNCH\" exists with subjects [\"kairos.launch.>\"]")
+            && said.contains("nats.stream_prefix"),
+        "{said}"
+    );
+
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let put = served.send("PUT", "/workflows/wf/versions/1", dag);
+    assert!(put.contains(" 201 ") || put.contains(" 200 "), "{put}");
+    let schedule = r#"{"schedule_id": "every-second", "workflow_id": "wf", "version": 1,
+        "user_id": "u", "cron_expr": "* * * * * *", "timezone": "UTC",
+        "overlap_policy": "allow"}"#;
+    let upsert = served.send("POST", "/schedules/upsert", schedule);
+    assert!(upsert.contains(" 201 "), "{upsert}");
     served.wait_for(
         "/schedules/every-second/runs?status=ENQUEUED",
         "\"ENQUEUED\"",

@@ -34,6 +34,22 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// A stream of this deployment's name exists with other subjects: it belongs to another
+    /// deployment sharing the server, or this deployment's `nats.subject_prefix` changed.
+    /// Permanent: the stream is left as it is.
+    #[error(
+        "jetstream stream {stream:?} exists with subjects {found:?}, not {wanted:?}: another \
+         deployment uses it, or nats.subject_prefix changed; give this deployment its own \
+         nats.stream_prefix, or delete the stream to move it"
+    )]
+    StreamTaken {
+        /// The stream name.
+        stream: String,
+        /// Its subjects on the server.
+        found: Vec<String>,
+        /// The subjects this deployment would give it.
+        wanted: Vec<String>,
+    },
     /// The cluster cannot hold the configured number of stream replicas (too few servers,
     /// or a single server): a deployment problem, not fixed by retrying the same publish.
     #[error(
@@ -61,6 +77,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the configuration, not the server's state, is at fault: trying again with
+    /// the same settings cannot help, so an instance should stop and say so.
+    pub fn is_misconfiguration(&self) -> bool {
+        matches!(self, Error::StreamTaken { .. })
+    }
+
     /// Whether publishing the same message again may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(

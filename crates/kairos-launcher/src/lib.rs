@@ -1,7 +1,8 @@
 //! `RunLauncher`: hands launch messages to the delivery queue and reports, per message,
 //! whether the queue has stored it.
 //!
-//! - [`NatsLauncher`]: JetStream (stream `KAIROS_LAUNCH`, subjects `kairos.launch.>`), with
+//! - [`NatsLauncher`]: JetStream (stream `KAIROS_LAUNCH`, subjects `kairos.launch.>`, by
+//!   default; every stream is named from `nats.stream_prefix`, see [`streams`]), with
 //!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only product
 //!   crate that talks to NATS (the bench, the chaos suite and the example executor are
 //!   NATS clients of their own).
@@ -17,6 +18,7 @@ mod message;
 mod nats;
 mod replicas;
 pub mod status;
+pub mod streams;
 
 use std::future::Future;
 
@@ -25,6 +27,7 @@ pub use link::NatsLink;
 pub use memory::InMemoryLauncher;
 pub use message::{CancelMessage, DeadLetter, LaunchMessage, Source};
 pub use nats::{NatsConfig, NatsLauncher};
+pub use streams::Retention;
 
 /// The queue stored a message (`duplicate` when it had stored the same id before).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

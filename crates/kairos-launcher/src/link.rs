@@ -53,7 +53,11 @@ impl NatsLink {
 
     /// Connects with `config` (and creates the launch stream), retrying with a growing
     /// pause until it succeeds; each failure is logged and kept for [`Self::not_ready_reason`].
-    pub async fn connect(&self, config: NatsConfig) {
+    ///
+    /// # Errors
+    /// A misconfiguration ([`crate::Error::is_misconfiguration`]: a stream of this
+    /// deployment's name taken by another) is returned at once instead of retried.
+    pub async fn connect(&self, config: NatsConfig) -> crate::Result<()> {
         let mut pause = Duration::from_millis(200);
         loop {
             match NatsLauncher::connect(config.clone()).await {
@@ -61,8 +65,13 @@ impl NatsLink {
                     let _ = self.launcher.set(launcher);
                     *self.last_error.lock().expect("lock") = None;
                     self.connected.notify_waiters();
-                    tracing::info!(url = %config.url, "nats connected; launch stream ready");
-                    return;
+                    tracing::info!(url = %config.url, stream = %config.stream,
+                        "nats connected; launch stream ready");
+                    return Ok(());
+                }
+                Err(err) if err.is_misconfiguration() => {
+                    *self.last_error.lock().expect("lock") = Some(kairos_core::error_chain(&err));
+                    return Err(err);
                 }
                 Err(err) => {
                     let reason = kairos_core::error_chain(&err);

@@ -1,10 +1,9 @@
 //! [`NatsLauncher`]: launch messages on JetStream.
 //!
-//! - The stream (`KAIROS_LAUNCH`, subjects `<prefix>.launch.>`, file storage), the
-//!   dead-letter stream (`KAIROS_DLQ`, `<prefix>.dlq.>`) and the cancel stream
-//!   (`KAIROS_CANCEL`, `<prefix>.cancel.>`, kept a day) are created or updated on connect,
-//!   with the duplicate window from config. The window must exceed the longest
-//!   gap between a publish and its retry; a retry inside it is acknowledged `duplicate`.
+//! - The deployment's streams (named from `nats.stream_prefix`, see [`crate::streams`]) are
+//!   created or updated on connect, with the duplicate window from config. The window must
+//!   exceed the longest gap between a publish and its retry; a retry inside it is
+//!   acknowledged `duplicate`.
 //! - A batch is pipelined: up to `max_inflight` messages are awaiting their acknowledgement
 //!   at once (back-pressure), and acknowledgements are collected while later messages are
 //!   sent, so callers sharing the limit never wait on each other. Only the acknowledgements
@@ -23,22 +22,26 @@ use async_nats::jetstream::{self, stream};
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
+use crate::streams::Retention;
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
-
-/// How long the cancel stream keeps a cancel request.
-const CANCEL_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// How to reach NATS and shape the stream. Fields mirror the `[nats]` config section.
 #[derive(Debug, Clone)]
 pub struct NatsConfig {
     /// Server URL, e.g. `nats://127.0.0.1:4222`, or several comma-separated (a cluster).
     pub url: String,
-    /// Stream name (`KAIROS_LAUNCH`).
+    /// Launch stream name (`<stream_prefix>_LAUNCH`, subjects `<prefix>.launch.>`).
     pub stream: String,
-    /// Dead-letter stream name (`KAIROS_DLQ`, subjects `<prefix>.dlq.>`).
+    /// Status stream name (`<stream_prefix>_STATUS`, subjects `<prefix>.status.>`).
+    pub status_stream: String,
+    /// Dead-letter stream name (`<stream_prefix>_DLQ`, subjects `<prefix>.dlq.>`).
     pub dlq_stream: String,
-    /// Cancel stream name (`KAIROS_CANCEL`, subjects `<prefix>.cancel.>`).
+    /// Cancel stream name (`<stream_prefix>_CANCEL`, subjects `<prefix>.cancel.>`).
     pub cancel_stream: String,
+    /// How long and how much the launch stream keeps.
+    pub launch_retention: Retention,
+    /// How long and how much the dead-letter stream keeps.
+    pub dlq_retention: Retention,
     /// Subject prefix (`kairos`); launch messages go to `<prefix>.launch.<workflow_id>`.
     pub subject_prefix: String,
     /// How long the stream remembers message ids for de-duplication.
@@ -65,11 +68,14 @@ pub struct NatsConfig {
 impl NatsConfig {
     /// The defaults of `config/default.toml` for a server at `url`.
     pub fn new(url: impl Into<String>) -> Self {
-        NatsConfig {
+        let mut config = NatsConfig {
             url: url.into(),
-            stream: "KAIROS_LAUNCH".into(),
-            dlq_stream: "KAIROS_DLQ".into(),
-            cancel_stream: "KAIROS_CANCEL".into(),
+            stream: String::new(),
+            status_stream: String::new(),
+            dlq_stream: String::new(),
+            cancel_stream: String::new(),
+            launch_retention: Retention::LAUNCH,
+            dlq_retention: Retention::DEAD_LETTERS,
             subject_prefix: "kairos".into(),
             duplicate_window: Duration::from_secs(900),
             max_inflight: 4_096,
@@ -80,7 +86,18 @@ impl NatsConfig {
             creds_file: None,
             user_password: None,
             token: None,
-        }
+        };
+        config.name_streams(crate::streams::DEFAULT_PREFIX);
+        config
+    }
+
+    /// Names the four streams `<prefix>_LAUNCH`, `<prefix>_STATUS`, `<prefix>_DLQ` and
+    /// `<prefix>_CANCEL`: one deployment's streams, apart from any other's on the server.
+    pub fn name_streams(&mut self, prefix: &str) {
+        self.stream = format!("{prefix}_LAUNCH");
+        self.status_stream = format!("{prefix}_STATUS");
+        self.dlq_stream = format!("{prefix}_DLQ");
+        self.cancel_stream = format!("{prefix}_CANCEL");
     }
 }
 
@@ -118,70 +135,8 @@ impl NatsLauncher {
         Ok(launcher)
     }
 
-    /// Creates the launch and dead-letter streams, or brings existing ones to the configured
-    /// subjects, window and replica count.
-    ///
-    /// # Errors
-    /// [`Error::Replicas`] when the server refuses the replica count, [`Error::Stream`] with
-    /// the server's reason otherwise.
-    pub async fn ensure_stream(&self) -> Result<()> {
-        let prefix = &self.config.subject_prefix;
-        // Cancel requests matter only while their run may still be going: they expire after
-        // a day instead of accumulating.
-        for (name, subjects, max_age) in [
-            (&self.config.stream, format!("{prefix}.launch.>"), None),
-            (&self.config.dlq_stream, format!("{prefix}.dlq.>"), None),
-            (
-                &self.config.cancel_stream,
-                format!("{prefix}.cancel.>"),
-                Some(CANCEL_MAX_AGE),
-            ),
-        ] {
-            let config = stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects],
-                duplicate_window: self.config.duplicate_window,
-                storage: stream::StorageType::File,
-                num_replicas: self.config.replicas,
-                max_age: max_age.unwrap_or_default(),
-                ..Default::default()
-            };
-            self.create_or_update(config).await?;
-        }
-        Ok(())
-    }
-
-    /// Creates stream `config.name`, or updates it to `config`, and checks that the server
-    /// kept the replica count asked for.
-    ///
-    /// An existing stream with another replica count is updated in place: a clustered
-    /// NATS server (2.9 and later) lets an update change `num_replicas`, adding peers (which
-    /// catch up from the leader) or removing them, while the stream stays available. A
-    /// single server refuses more than one replica when a stream is created but may accept
-    /// it silently on update, which is why [`crate::replicas::check`] runs first and the
-    /// answer is checked here.
-    pub(crate) async fn create_or_update(&self, config: stream::Config) -> Result<stream::Info> {
-        let name = config.name.clone();
-        let asked = config.num_replicas;
-        let info = self
-            .jetstream
-            .create_or_update_stream(config)
-            .await
-            .map_err(|err| crate::replicas::create_error(&name, asked, err))?;
-        if info.config.num_replicas.max(1) != asked.max(1) {
-            return Err(Error::Replicas {
-                asked,
-                reported: format!(
-                    "stream {name:?} was left with {} replica(s)",
-                    info.config.num_replicas
-                ),
-            });
-        }
-        Ok(info)
-    }
-
     /// The settings this launcher was connected with.
-    pub(crate) fn config(&self) -> &NatsConfig {
+    pub fn config(&self) -> &NatsConfig {
         &self.config
     }
 

@@ -1,7 +1,7 @@
 //! Status intake over NATS: executors publish the status callback body
 //! (`schemas/status.schema.json`, with `idempotency_key`) on
 //! `<prefix>.status.<idempotency_key>`; [`StatusConsumer`] reads them from stream
-//! `KAIROS_STATUS` through one durable pull consumer shared by every kairos instance, hands
+//! `<stream_prefix>_STATUS` (`KAIROS_STATUS`) through one durable pull consumer shared by every kairos instance, hands
 //! them to a handler in batches of [`StatusMessage`]s (whatever has arrived, up to
 //! [`MAX_CHUNK`]; the worker's intake decodes, checks and records a batch in one
 //! transaction), and acknowledges, redelivers or terminates each as the handler says, after
@@ -20,7 +20,7 @@ use futures::StreamExt;
 
 use crate::{Error, NatsLauncher, Result};
 
-/// The status stream's default name.
+/// The status stream's name under the default `nats.stream_prefix`.
 pub const STATUS_STREAM: &str = "KAIROS_STATUS";
 /// The durable consumer every instance shares.
 pub const STATUS_CONSUMER: &str = "kairos-status";
@@ -74,20 +74,24 @@ pub struct StatusConsumer {
 }
 
 impl StatusConsumer {
-    /// Creates (or updates) stream `stream` on `<prefix>.status.>`, with the launcher's
+    /// Creates (or updates) the launcher's status stream on `<prefix>.status.>`, with its
     /// replica count, and binds the durable consumer [`STATUS_CONSUMER`] (which follows the
     /// stream's replica count).
     ///
     /// # Errors
+    /// [`Error::StreamTaken`] when the stream exists with other subjects,
     /// [`Error::Replicas`] when the server refuses the replica count, [`Error::Stream`] when
     /// the stream or consumer cannot be created.
-    pub async fn connect(launcher: &NatsLauncher, stream: &str, prefix: &str) -> Result<Self> {
+    pub async fn connect(launcher: &NatsLauncher) -> Result<Self> {
+        let stream = launcher.config().status_stream.as_str();
+        let prefix = launcher.config().subject_prefix.as_str();
         let fail = |err: &dyn std::fmt::Display| Error::Stream {
             stream: stream.to_string(),
             reason: err.to_string(),
         };
         let config = stream::Config {
             name: stream.to_string(),
+            description: Some(format!("kairos status reports ({prefix}.status.>)")),
             subjects: vec![format!("{prefix}.status.>")],
             retention: stream::RetentionPolicy::WorkQueue,
             storage: stream::StorageType::File,

@@ -30,7 +30,7 @@ async fn replicas_of(launcher: &NatsLauncher, stream: &str) -> usize {
 async fn status_consumer(launcher: &NatsLauncher) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        match StatusConsumer::connect(launcher, STATUS_STREAM, "kairos").await {
+        match StatusConsumer::connect(launcher).await {
             Ok(_) => return,
             Err(err) if err.is_retryable() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -81,7 +81,7 @@ async fn a_cluster_gets_three_replicas_of_every_stream_and_existing_streams_are_
         .await
         .expect("start cluster");
     let single = connect_to_cluster(cluster.urls(), 1).await;
-    StatusConsumer::connect(&single, STATUS_STREAM, "kairos")
+    StatusConsumer::connect(&single)
         .await
         .expect("status stream with one replica");
     assert_eq!(replicas_of(&single, "KAIROS_LAUNCH").await, 1);

@@ -53,7 +53,31 @@ fn defaults_load_without_any_file_or_env() {
             "postgres://postgres@127.0.0.1:5432/kairos"
         );
         assert_eq!(config.database.max_connections, 16);
-        assert_eq!(config.nats.stream, "KAIROS_LAUNCH");
+        assert_eq!(config.nats.stream_prefix, "KAIROS");
+        assert_eq!(config.nats.stream, None);
+        let launcher = config.nats.launcher();
+        assert_eq!(
+            [
+                &launcher.stream,
+                &launcher.status_stream,
+                &launcher.dlq_stream,
+                &launcher.cancel_stream
+            ],
+            [
+                "KAIROS_LAUNCH",
+                "KAIROS_STATUS",
+                "KAIROS_DLQ",
+                "KAIROS_CANCEL"
+            ]
+        );
+        assert_eq!(
+            launcher.launch_retention,
+            kairos_launcher::Retention::LAUNCH
+        );
+        assert_eq!(
+            launcher.dlq_retention,
+            kairos_launcher::Retention::DEAD_LETTERS
+        );
         assert_eq!(config.nats.subject_prefix, "kairos");
         assert_eq!(config.nats.replicas, 1);
         assert_eq!(config.nats.token, None);
@@ -308,6 +332,15 @@ fn rule_errors_name_their_key() {
             "nats.duplicate_window_s",
         ),
         ("[nats]\nstream = \"a.b\"\n", "nats.stream"),
+        ("[nats]\nstream_prefix = \"A.B\"\n", "nats.stream_prefix"),
+        ("[nats]\nstream_prefix = \"\"\n", "nats.stream_prefix"),
+        ("[nats]\nlaunch_max_age_s = 900\n", "nats.launch_max_age_s"),
+        ("[nats]\ndlq_max_age_s = 60\n", "nats.dlq_max_age_s"),
+        ("[nats]\nlaunch_max_bytes = 0\n", "nats.launch_max_bytes"),
+        (
+            "[nats]\nlaunch_max_age_s = 1000\n[scheduler]\nstart_timeout_s = 1000\n",
+            "nats.launch_max_age_s",
+        ),
         ("[nats]\nreplicas = 2\n", "nats.replicas"),
         ("[nats]\nreplicas = 0\n", "nats.replicas"),
         ("[nats]\nsubject_prefix = \"a..b\"\n", "nats.subject_prefix"),
@@ -430,5 +463,40 @@ fn http_limits_and_hosts_are_configurable_and_checked() {
             let error = load_file(jail, toml).expect_err(toml);
             assert_eq!(rule_key(&error), key, "{toml}");
         }
+    });
+}
+
+#[test]
+fn stream_prefix_names_every_stream_and_stream_overrides_the_launch_stream() {
+    jailed(|jail| {
+        let config = load_file(
+            jail,
+            "[nats]\nstream_prefix = \"TEAM_A\"\nsubject_prefix = \"team_a\"\n",
+        )
+        .expect("load");
+        let launcher = config.nats.launcher();
+        assert_eq!(
+            [
+                &launcher.stream,
+                &launcher.status_stream,
+                &launcher.dlq_stream,
+                &launcher.cancel_stream
+            ],
+            [
+                "TEAM_A_LAUNCH",
+                "TEAM_A_STATUS",
+                "TEAM_A_DLQ",
+                "TEAM_A_CANCEL"
+            ]
+        );
+        assert_eq!(launcher.subject_prefix, "team_a");
+        let config = load_file(
+            jail,
+            "[nats]\nstream_prefix = \"TEAM_A\"\nstream = \"LAUNCHES\"\n",
+        )
+        .expect("load");
+        let launcher = config.nats.launcher();
+        assert_eq!(launcher.stream, "LAUNCHES");
+        assert_eq!(launcher.dlq_stream, "TEAM_A_DLQ");
     });
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kairos_core::RunStatus;
 use kairos_executor_example::{Reporter, Settings};
-use kairos_launcher::status::{read_stream, StatusConsumer, Stored, STATUS_STREAM};
+use kairos_launcher::status::{read_stream, StatusConsumer, Stored};
 use kairos_launcher::{NatsConfig, NatsLauncher};
 use kairos_store::runs::{self, Run};
 use kairos_store::PgPool;
@@ -262,7 +262,7 @@ fn dispatcher_loop(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()> {
 }
 
 async fn status_intake(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()> {
-    let consumer = StatusConsumer::connect(launcher, STATUS_STREAM, "kairos")
+    let consumer = StatusConsumer::connect(launcher)
         .await
         .expect("status consumer");
     let intake = Intake::new(pool.clone());
