@@ -4,8 +4,9 @@
 //!
 //! [`app`] builds the router from [`routes`], the single list of (method, path, role) that
 //! `schemas/openapi.json` is tested against. Each route requires a role ([`kairos_auth`]);
-//! health routes and `GET /metrics` are open (the metrics carry no ids, only counts), and
-//! so are the operator page's shells and assets (`/ui`, no data; see the `ui` module).
+//! health routes, `GET /openapi.json` and `GET /metrics` are open (the metrics carry no
+//! ids, only counts), and so are the operator page's shells and assets (`/ui`, no data; see
+//! the `ui` module).
 
 mod access;
 mod attempts;
@@ -18,6 +19,7 @@ pub mod fuzzing;
 mod guard;
 mod health;
 pub mod metrics;
+pub mod openapi;
 mod runs;
 mod schedules;
 mod serve;
@@ -224,6 +226,7 @@ pub fn routes() -> Vec<Route> {
             post(status::start),
         ),
         route(Method::GET, "/healthz", None, get(health::healthz)),
+        route(Method::GET, "/openapi.json", None, get(openapi::document)),
         // The operator page (`kairos_ui`): open shells and assets, fragments for readers.
         route(Method::GET, "/ui", None, get(ui::schedules_page)),
         route(

@@ -53,6 +53,7 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("GET", "/calendars", Who::AnyRole),
     ("POST", "/run-launcher/start", Who::Executor),
     ("GET", "/healthz", Who::Anyone),
+    ("GET", "/openapi.json", Who::Anyone),
     ("GET", "/readyz", Who::Anyone),
     ("GET", "/metrics", Who::Anyone),
     // The operator page: shells and assets hold no data; fragments are reads.

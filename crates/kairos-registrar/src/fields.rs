@@ -12,6 +12,8 @@ pub struct Fields {
     map: Map<String, Value>,
     prefix: String,
     problems: Vec<Problem>,
+    /// Every field asked for, in order: what an unknown field's problem lists.
+    known: Vec<String>,
 }
 
 impl Fields {
@@ -21,6 +23,7 @@ impl Fields {
             map: Map::new(),
             prefix: prefix.to_string(),
             problems: Vec::new(),
+            known: Vec::new(),
         };
         match value {
             Value::Object(map) => fields.map = map,
@@ -49,6 +52,7 @@ impl Fields {
     }
 
     fn take(&mut self, field: &str, required: bool) -> Option<Value> {
+        self.known.push(field.to_string());
         match self.map.remove(field) {
             None | Some(Value::Null) if required => {
                 self.problems
@@ -210,12 +214,23 @@ impl Fields {
         self.problems.extend(problems);
     }
 
-    /// Ends reading: every field not taken is unknown (a typo must not be ignored).
+    /// Ends reading: every field not taken is unknown (a typo must not be ignored), and its
+    /// problem lists the fields this object has.
     pub fn finish(mut self) -> Vec<Problem> {
         let unknown: Vec<String> = self.map.keys().cloned().collect();
+        if unknown.is_empty() {
+            return self.problems;
+        }
+        let mut known: Vec<&str> = Vec::with_capacity(self.known.len());
+        for field in &self.known {
+            if !known.contains(&field.as_str()) {
+                known.push(field);
+            }
+        }
+        let rule = format!("is not a known field (known: {})", known.join(", "));
         for field in unknown {
-            self.problems
-                .push(Problem::new(self.name(&field), "is not a known field"));
+            let name = self.name(&field);
+            self.problems.push(Problem::new(name, rule.clone()));
         }
         self.problems
     }
