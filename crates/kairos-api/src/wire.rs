@@ -90,7 +90,7 @@ pub(crate) struct ChainBody {
 
 impl ScheduleBody {
     pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
-        let chain = s.chain().map(|chain| ChainBody {
+        let chain = kairos_store::timing::chain(&s).map(|chain| ChainBody {
             parent_schedule_id: chain.parent,
             on: chain.on.as_str(),
         });

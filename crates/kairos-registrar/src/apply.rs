@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
-use kairos_core::{jitter_offset, RunKey, Timetable};
-use kairos_store::schedules::{self, Schedule};
+use kairos_core::{jitter_offset, RunKey, Schedule, Timetable};
+use kairos_store::schedules;
 use kairos_store::Tx;
 use kairos_store::{calendars, runs};
 

@@ -4,8 +4,9 @@
 //! /dead-letters`).
 
 use chrono::{DateTime, Utc};
-use kairos_store::attempts::{self, Attempt, DeadLetterFilter, Retried};
-use kairos_store::runs::{self, Run};
+use kairos_core::{Attempt, Run};
+use kairos_store::attempts::{self, DeadLetterFilter, Retried};
+use kairos_store::runs;
 use kairos_store::Tx;
 
 use crate::error::{Error, Result};

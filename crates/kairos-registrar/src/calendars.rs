@@ -7,8 +7,8 @@
 //! change that would leave a schedule with no tick (or a tick that cannot roll) is refused.
 
 use chrono::NaiveDate;
-use kairos_core::{parse_date, validate_id, MAX_CALENDAR_DATES};
-use kairos_store::calendars::{self, Calendar};
+use kairos_core::{parse_date, validate_id, Calendar, MAX_CALENDAR_DATES};
+use kairos_store::calendars;
 use kairos_store::schedules as store;
 use kairos_store::Tx;
 

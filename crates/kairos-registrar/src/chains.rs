@@ -8,7 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kairos_store::schedules::{self as store, Schedule};
+use kairos_core::Schedule;
+use kairos_store::schedules as store;
 use kairos_store::Tx;
 
 use crate::error::{Error, Problem, Result};
@@ -117,7 +118,7 @@ fn cycle_through(child: &str, parent_of: &HashMap<String, String>) -> Option<Vec
 /// # Errors
 /// [`Error::Store`].
 pub(crate) async fn waiting_on(tx: &mut Tx, schedule: &Schedule) -> Result<Option<String>> {
-    let Some(chain) = schedule.chain() else {
+    let Some(chain) = kairos_store::timing::chain(schedule) else {
         return Ok(None);
     };
     let found = store::existing(&mut **tx, std::slice::from_ref(&chain.parent)).await?;

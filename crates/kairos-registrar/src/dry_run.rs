@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use kairos_core::Schedule;
 use kairos_store::runs;
-use kairos_store::schedules::{self as store, Schedule};
+use kairos_store::schedules as store;
 use kairos_store::Tx;
 
 use crate::error::Result;

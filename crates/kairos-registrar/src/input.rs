@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{
-    parse_zone, validate_id, CatchupPolicy, NamedCalendar, OverlapPolicy, RetryPolicy, RetryWait,
-    Spec, Timetable, Tz, MAX_ID_LEN, MAX_JITTER_MS,
+    parse_zone, validate_id, CatchupPolicy, FailurePolicy, NamedCalendar, OverlapPolicy,
+    RetryPolicy, RetryWait, Spec, Timetable, Tz, MAX_ID_LEN, MAX_JITTER_MS,
 };
-use kairos_store::schedules::FailurePolicy;
 use sha2::{Digest, Sha256};
 
 use crate::error::Problem;

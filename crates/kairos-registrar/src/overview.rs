@@ -3,9 +3,9 @@
 //! create, and runs across schedules (newest, in flight). Nothing here writes.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{jitter_offset, RunKey, RunStatus, TickNote};
+use kairos_core::{jitter_offset, RunKey, RunStatus, Schedule, TickNote};
 use kairos_store::overview::{self, RunFilter};
-use kairos_store::schedules::{self as store, ListFilter, Schedule};
+use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats::{self, ScheduleStats};
 use kairos_store::Tx;
 

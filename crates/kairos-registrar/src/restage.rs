@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use kairos_core::{jitter_offset, RunKey, RunSource};
+use kairos_core::{jitter_offset, RunKey, RunSource, Schedule};
 use kairos_store::dispatch::Claimed;
-use kairos_store::schedules::{self, Schedule};
+use kairos_store::schedules;
 use kairos_store::{runs, Tx};
 
 use crate::apply::RESCHEDULED;

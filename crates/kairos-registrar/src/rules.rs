@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use kairos_core::{
-    validate_id, Exclusion, Exclusions, NamedCalendar, ScheduleRules, Spec, Timetable, Tz,
-    MAX_EXCLUDE_ENTRIES,
+    validate_id, CalendarRules, Exclusion, Exclusions, NamedCalendar, ScheduleRules, Spec,
+    Timetable, Tz, MAX_EXCLUDE_ENTRIES,
 };
-use kairos_store::calendars::{self, CalendarRules};
+use kairos_store::calendars;
 use kairos_store::Tx;
 
 use crate::error::{Problem, Result};

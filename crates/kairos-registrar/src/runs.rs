@@ -13,9 +13,9 @@
 //! Both work on paused schedules too: they are explicit requests.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use kairos_core::{OverlapPolicy, RunKey, RunSource, RunStatus};
+use kairos_core::{OverlapPolicy, Run, RunKey, RunSource, RunStatus};
 use kairos_store::planning::{self, RunRows};
-use kairos_store::runs::{self, NewRun, Run};
+use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules as store;
 use kairos_store::wakeups;
 

@@ -2,10 +2,11 @@
 //! and preview.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Spec, Timetable};
-use kairos_store::runs::{self, Run};
-use kairos_store::schedules::{self as store, ListFilter, Schedule};
+use kairos_core::{Run, Schedule, Spec, Timetable};
+use kairos_store::runs;
+use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats::{self, ScheduleStats};
+use kairos_store::timing::Decoder;
 
 use kairos_core::RunStatus;
 use kairos_store::Tx;
@@ -473,7 +474,11 @@ pub(crate) fn timetable_with(
     schedule: &Schedule,
     calendars: &rules::Calendars,
 ) -> Option<Timetable> {
-    schedule.timing().ok()?.timetable(calendars).ok()
+    Decoder::default()
+        .schedule(schedule)
+        .ok()?
+        .timetable(calendars)
+        .ok()
 }
 
 pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {

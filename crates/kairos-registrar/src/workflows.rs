@@ -5,8 +5,9 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use kairos_core::Schedule;
 use kairos_store::runs;
-use kairos_store::schedules::{self as store, Schedule};
+use kairos_store::schedules as store;
 use kairos_store::workflows::{self, PutOutcome};
 
 use kairos_store::Tx;

@@ -7,10 +7,10 @@
 //! that time comes. Until then it holds its schedule (one in flight).
 
 use chrono::{DateTime, Utc};
-use kairos_core::RunStatus;
+use kairos_core::{Attempt, FailurePolicy, Run, RunStatus};
 use sqlx::{PgConnection, PgExecutor};
 
-use crate::runs::Run;
+use crate::rows::{AttemptRow, FailureRow, RunRow};
 use crate::Result;
 
 /// The columns a new attempt resets (the run row holds only the attempt in progress).
@@ -64,13 +64,13 @@ pub async fn settle_timed_out(
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Unstarted {
     /// The run as it is.
-    #[sqlx(flatten)]
+    #[sqlx(flatten, try_from = "RunRow")]
     pub run: Run,
     /// How often its attempt was re-published.
     pub republished: i32,
     /// Its schedule's failure policy.
-    #[sqlx(flatten)]
-    pub failure: crate::schedules::FailurePolicy,
+    #[sqlx(flatten, try_from = "FailureRow")]
+    pub failure: FailurePolicy,
 }
 
 /// Locks up to `limit` `ENQUEUED` runs published longer ago than their schedule's
@@ -170,40 +170,21 @@ pub async fn never_started(
     Ok(())
 }
 
-/// One finished attempt of a run.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Attempt {
-    /// 1, 2, ...
-    pub attempt: i32,
-    /// `SUCCESS`, `FAILED` or `TIMED_OUT`.
-    #[sqlx(try_from = "String")]
-    pub status: RunStatus,
-    /// What the executor reported, or why it timed out.
-    pub error: Option<String>,
-    /// The executor that ran it.
-    pub executor_id: Option<String>,
-    /// The executor's run id.
-    pub run_id: Option<String>,
-    /// When its launch message was acknowledged.
-    pub published_at: Option<DateTime<Utc>>,
-    /// When the executor reported it started.
-    pub started_at: Option<DateTime<Utc>>,
-    /// When it ended.
-    pub finished_at: DateTime<Utc>,
-}
-
 /// The finished attempts of a run, oldest first.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn history(db: impl PgExecutor<'_>, key: &str) -> Result<Vec<Attempt>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as::<_, AttemptRow>(
         "select attempt, status, error, executor_id, run_id, published_at, started_at, \
            finished_at from run_attempts where idempotency_key = $1 order by attempt",
     )
     .bind(key)
     .fetch_all(db)
-    .await?)
+    .await?
+    .into_iter()
+    .map(Attempt::from)
+    .collect())
 }
 
 /// What [`retry_finished`] did.
@@ -301,7 +282,8 @@ async fn lock(tx: &mut PgConnection, key: &str) -> Result<Option<Run>> {
         "select {} from schedule_runs where idempotency_key = $1 for update",
         crate::runs::RUN_COLUMNS
     );
-    Ok(sqlx::query_as(&sql).bind(key).fetch_optional(tx).await?)
+    let run: Option<RunRow> = sqlx::query_as(&sql).bind(key).fetch_optional(tx).await?;
+    Ok(run.map(Run::from))
 }
 
 /// Filters of [`dead_letters`].
@@ -330,14 +312,17 @@ pub async fn dead_letters(db: impl PgExecutor<'_>, filter: &DeadLetterFilter) ->
          order by dead_lettered_at desc, idempotency_key desc limit $5",
         crate::runs::RUN_COLUMNS
     );
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, RunRow>(&sql)
         .bind(&filter.schedule_id)
         .bind(&filter.workflow_id)
         .bind(before_at)
         .bind(before_key)
         .bind(filter.limit)
         .fetch_all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Run::from)
+        .collect())
 }
 
 /// Locks up to `limit` dead letters not yet published to the DLQ stream (skipping those
@@ -352,7 +337,8 @@ pub async fn unsent_dead_letters(tx: &mut PgConnection, limit: i64) -> Result<Ve
          order by dead_lettered_at, idempotency_key limit $1 for update skip locked",
         crate::runs::RUN_COLUMNS
     );
-    Ok(sqlx::query_as(&sql).bind(limit).fetch_all(tx).await?)
+    let runs: Vec<RunRow> = sqlx::query_as(&sql).bind(limit).fetch_all(tx).await?;
+    Ok(runs.into_iter().map(Run::from).collect())
 }
 
 /// Marks dead letters as published to the DLQ stream.

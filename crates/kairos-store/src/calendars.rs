@@ -1,90 +1,14 @@
-//! Statements on `calendars` (named sets of excluded dates) and `schedule_calendars`
-//! (which schedule uses which), and [`CalendarRules`]: a schedule's calendar columns,
-//! decoded into the core's types once, here.
+//! Statements on `calendars` (named sets of excluded dates, read as `kairos_core::Calendar`)
+//! and `schedule_calendars` (which schedule uses which).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use kairos_core::{DstFold, DstGap, Roll};
-use sqlx::postgres::PgRow;
+use kairos_core::Calendar;
 use sqlx::{FromRow, PgExecutor, Row};
 
+use crate::rows::CalendarRow;
 use crate::Result;
-
-/// A schedule's calendar rules as stored (`exclude`, `exclude_calendars`, `roll`,
-/// `dst_gap`, `dst_fold`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CalendarRules {
-    /// `exclude` entries as written.
-    pub exclude: Vec<String>,
-    /// Names of the calendars it excludes.
-    pub exclude_calendars: Vec<String>,
-    /// Business-day rolling.
-    pub roll: Roll,
-    /// Its own gap rule; `None`: DESIGN.md §4 for its kind.
-    pub dst_gap: Option<DstGap>,
-    /// Its own fold rule; `None`: DESIGN.md §4 for its kind.
-    pub dst_fold: Option<DstFold>,
-}
-
-fn decode<T: std::str::FromStr>(column: &str, value: Option<String>) -> sqlx::Result<Option<T>>
-where
-    T::Err: std::error::Error + Send + Sync + 'static,
-{
-    value
-        .map(|text| text.parse::<T>())
-        .transpose()
-        .map_err(|err| sqlx::Error::ColumnDecode {
-            index: column.to_string(),
-            source: Box::new(err),
-        })
-}
-
-impl<'r> FromRow<'r, PgRow> for CalendarRules {
-    fn from_row(row: &'r PgRow) -> sqlx::Result<Self> {
-        let list = |column: &str| -> sqlx::Result<Vec<String>> {
-            let sqlx::types::Json(items) =
-                row.try_get::<sqlx::types::Json<Vec<String>>, _>(column)?;
-            Ok(items)
-        };
-        Ok(CalendarRules {
-            exclude: list("exclude")?,
-            exclude_calendars: list("exclude_calendars")?,
-            roll: decode("roll", Some(row.try_get("roll")?))?.unwrap_or_default(),
-            dst_gap: decode("dst_gap", row.try_get("dst_gap")?)?,
-            dst_fold: decode("dst_fold", row.try_get("dst_fold")?)?,
-        })
-    }
-}
-
-impl CalendarRules {
-    /// `exclude` as one JSON array (for bulk binds).
-    pub(crate) fn exclude_json(&self) -> String {
-        serde_json::Value::from(self.exclude.clone()).to_string()
-    }
-
-    /// `exclude_calendars` as one JSON array (for bulk binds).
-    pub(crate) fn calendars_json(&self) -> String {
-        serde_json::Value::from(self.exclude_calendars.clone()).to_string()
-    }
-}
-
-/// A stored calendar.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Calendar {
-    /// Primary key.
-    pub name: String,
-    /// Free text.
-    pub description: String,
-    /// The excluded dates, ascending.
-    pub dates: Vec<NaiveDate>,
-    /// Incremented by every write.
-    pub revision: i64,
-    /// First written.
-    pub created_at: DateTime<Utc>,
-    /// Last written.
-    pub updated_at: DateTime<Utc>,
-}
 
 const COLUMNS: &str = "name, description, dates, revision, created_at, updated_at";
 
@@ -115,7 +39,7 @@ pub async fn put(
         .fetch_one(db)
         .await?;
     let created: bool = row.try_get("created")?;
-    Ok((Calendar::from_row(&row)?, created))
+    Ok((CalendarRow::from_row(&row)?.0, created))
 }
 
 /// One calendar by name.
@@ -124,7 +48,8 @@ pub async fn put(
 /// [`crate::Error::Database`] when the query fails.
 pub async fn get(db: impl PgExecutor<'_>, name: &str) -> Result<Option<Calendar>> {
     let sql = format!("select {COLUMNS} from calendars where name = $1");
-    Ok(sqlx::query_as(&sql).bind(name).fetch_optional(db).await?)
+    let row: Option<CalendarRow> = sqlx::query_as(&sql).bind(name).fetch_optional(db).await?;
+    Ok(row.map(Calendar::from))
 }
 
 /// Every calendar, by name (calendars are few: one per business region).
@@ -133,7 +58,8 @@ pub async fn get(db: impl PgExecutor<'_>, name: &str) -> Result<Option<Calendar>
 /// [`crate::Error::Database`] when the query fails.
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Calendar>> {
     let sql = format!("select {COLUMNS} from calendars order by name");
-    Ok(sqlx::query_as(&sql).fetch_all(db).await?)
+    let rows: Vec<CalendarRow> = sqlx::query_as(&sql).fetch_all(db).await?;
+    Ok(rows.into_iter().map(Calendar::from).collect())
 }
 
 /// The dates of the calendars named (missing names are absent from the answer), in one

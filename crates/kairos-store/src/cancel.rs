@@ -16,11 +16,10 @@
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-use kairos_core::RunStatus;
+use kairos_core::{Run, RunStatus};
 
 use sqlx::PgConnection;
 
-use crate::runs::Run;
 use crate::Result;
 
 /// What a cancel request did.

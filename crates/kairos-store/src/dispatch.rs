@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use kairos_core::{OverlapPolicy, RunSource, RunStatus};
+use kairos_core::{FailurePolicy, OverlapPolicy, RunSource, RunStatus};
 use sqlx::{PgConnection, PgExecutor};
 
 use crate::groups::{AWAITING_LAUNCH, HOLDING};
@@ -500,8 +500,8 @@ pub struct TimedOut {
     /// `heartbeat` (silent past `heartbeat_timeout_s`) or `max_run_seconds`.
     pub cause: String,
     /// Its schedule's failure policy (absent for a run whose schedule is gone).
-    #[sqlx(flatten)]
-    pub failure: crate::schedules::FailurePolicy,
+    #[sqlx(flatten, try_from = "crate::rows::FailureRow")]
+    pub failure: FailurePolicy,
 }
 
 /// In-flight runs older than their schedule's `max_run_seconds`, and `STARTED` runs with no

@@ -4,9 +4,11 @@
 //! Every function takes an executor (`impl PgExecutor<'_>` or `&mut PgConnection`) so that
 //! callers compose several statements into one unit of work: [`Tx`] (a transaction the
 //! store opens and commits; callers pass `&mut tx`) or the pool itself for one statement.
-//! Other crates never name sqlx: they hold a [`PgPool`] and a [`Tx`]. Queries are checked at run time
-//! (no `query!` macros), so a build never needs a database. "Now" is always the database's
-//! clock: callers read it once with [`now`] (optionally pinned, for tests) and pass it on.
+//! Other crates never name sqlx: they hold a [`PgPool`] and a [`Tx`], and get and give the
+//! core's plain values (`kairos_core::Schedule`, `Run`, ...; the rows sqlx reads stay in
+//! here). Queries are checked at run time (no `query!` macros), so a build never needs a
+//! database. "Now" is always the database's clock: callers read it once with [`now`]
+//! (optionally pinned, for tests) and pass it on.
 
 pub use sqlx::PgPool;
 
@@ -22,6 +24,7 @@ pub mod overview;
 pub mod partitions;
 pub mod planning;
 pub mod retention;
+mod rows;
 pub mod runs;
 pub mod schedules;
 pub mod stats;

@@ -5,10 +5,11 @@
 //! every status change for an admin listing), and the partial `schedule_runs_in_flight` for
 //! runs in flight.
 
-use kairos_core::RunStatus;
+use kairos_core::{Run, RunStatus};
 use sqlx::PgExecutor;
 
-use crate::runs::{Run, RUN_COLUMNS};
+use crate::rows::RunRow;
+use crate::runs::RUN_COLUMNS;
 use crate::Result;
 
 /// Filters of [`recent_runs`] and [`in_flight`]; `None` means "any".
@@ -64,11 +65,12 @@ pub async fn recent_runs(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<
          order by run_at desc, idempotency_key limit ${}",
         binds.len() + 1
     );
-    let mut query = sqlx::query_as(&sql);
+    let mut query = sqlx::query_as::<_, RunRow>(&sql);
     for value in binds {
         query = query.bind(value);
     }
-    Ok(query.bind(filter.limit).fetch_all(db).await?)
+    let runs = query.bind(filter.limit).fetch_all(db).await?;
+    Ok(runs.into_iter().map(Run::from).collect())
 }
 
 /// Runs in flight (`ENQUEUED`, `STARTED`, `RETRYING`) matching `filter`, the longest in
@@ -90,9 +92,10 @@ pub async fn in_flight(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Ve
         binds.len() + 1,
         holding = *crate::groups::HOLDING
     );
-    let mut query = sqlx::query_as(&sql);
+    let mut query = sqlx::query_as::<_, RunRow>(&sql);
     for value in binds {
         query = query.bind(value);
     }
-    Ok(query.bind(filter.limit).fetch_all(db).await?)
+    let runs = query.bind(filter.limit).fetch_all(db).await?;
+    Ok(runs.into_iter().map(Run::from).collect())
 }

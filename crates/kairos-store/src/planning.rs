@@ -8,10 +8,10 @@
 //! conflict do nothing` for rows a dead transaction never committed anyway).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{CatchupPolicy, OverlapPolicy, RunSource};
+use kairos_core::{CalendarRules, CatchupPolicy, OverlapPolicy, RunSource};
 use sqlx::{PgConnection, PgExecutor};
 
-use crate::calendars::CalendarRules;
+use crate::rows::RulesRow;
 use crate::Result;
 
 /// A schedule claimed for planning: what `kairos_core::plan` and the run rows need.
@@ -43,7 +43,7 @@ pub struct DueSchedule {
     /// The `@every` anchor when there is no `start_at`.
     pub created_at: DateTime<Utc>,
     /// Exclusions, calendar names, roll and DST policy.
-    #[sqlx(flatten)]
+    #[sqlx(flatten, try_from = "RulesRow")]
     pub rules: CalendarRules,
     /// How many more runs the planner may create (`max_runs` minus the runs it created so
     /// far, never below 0); `None`: no limit.

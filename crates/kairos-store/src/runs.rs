@@ -4,68 +4,15 @@
 //! rescheduled or deleted. The planner's and dispatcher's claims live beside these (issue 4).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{OverlapPolicy, RunSource, RunStatus};
+use kairos_core::{OverlapPolicy, Run, RunSource, RunStatus};
 use sqlx::PgExecutor;
 
 use crate::groups::{PLANNED, REVIVABLE, UNPUBLISHED};
+use crate::rows::RunRow;
 use crate::Result;
 
-/// One row of `schedule_runs`.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Run {
-    /// `RunKey` as hex; primary key.
-    pub idempotency_key: String,
-    /// The schedule it belongs (or belonged) to.
-    pub schedule_id: String,
-    /// The planned tick.
-    pub run_at: DateTime<Utc>,
-    /// The tick plus jitter.
-    pub fire_at: DateTime<Utc>,
-    /// Where it is in its lifecycle.
-    #[sqlx(try_from = "String")]
-    pub status: RunStatus,
-    /// What created it.
-    #[sqlx(try_from = "String")]
-    pub source: RunSource,
-    /// The workflow as launched.
-    pub workflow_id: String,
-    /// The workflow version as launched.
-    pub version: i32,
-    /// The user as launched.
-    pub user_id: String,
-    /// The executor's run id.
-    pub run_id: Option<String>,
-    /// Publish attempts so far (every try to hand a message to the stream).
-    pub attempts: i32,
-    /// The attempt in progress (1 until an attempt failed and was retried).
-    pub attempt: i32,
-    /// The executor's last heartbeat in this attempt.
-    pub heartbeat_at: Option<DateTime<Utc>>,
-    /// When its last attempt failed for good.
-    pub dead_lettered_at: Option<DateTime<Utc>>,
-    /// Why it was skipped, cancelled or failed.
-    pub reason: Option<String>,
-    /// The last launch or run error.
-    pub last_error: Option<String>,
-    /// When JetStream acknowledged it.
-    pub published_at: Option<DateTime<Utc>>,
-    /// Its stream sequence number.
-    pub stream_seq: Option<i64>,
-    /// When the executor reported STARTED.
-    pub started_at: Option<DateTime<Utc>>,
-    /// When it reached a final status.
-    pub finished_at: Option<DateTime<Utc>>,
-    /// The executor that reported on it.
-    pub executor_id: Option<String>,
-    /// For a chained run (source `chain`): the key of the parent's run that fired it.
-    pub parent_key: Option<String>,
-    /// When the row was written.
-    pub created_at: DateTime<Utc>,
-    /// When the row last changed.
-    pub updated_at: DateTime<Utc>,
-}
-
-/// The columns of [`Run`], in order: the one list every read of a whole run uses.
+/// The columns of a whole run (`kairos_core::Run`), in order: the one list every read of
+/// a whole run uses.
 pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
@@ -163,10 +110,11 @@ pub async fn copy_priority(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> 
 /// [`crate::Error::Database`] when the query fails.
 pub async fn get(db: impl PgExecutor<'_>, idempotency_key: &str) -> Result<Option<Run>> {
     let sql = format!("select {RUN_COLUMNS} from schedule_runs where idempotency_key = $1");
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, RunRow>(&sql)
         .bind(idempotency_key)
         .fetch_optional(db)
-        .await?)
+        .await?
+        .map(Run::from))
 }
 
 /// A schedule's runs, newest tick first, optionally of one status.
@@ -184,12 +132,15 @@ pub async fn list_for_schedule(
          where schedule_id = $1 and ($2::text is null or status = $2) \
          order by run_at desc, idempotency_key limit $3"
     );
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, RunRow>(&sql)
         .bind(schedule_id)
         .bind(status.map(RunStatus::as_str))
         .bind(limit)
         .fetch_all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Run::from)
+        .collect())
 }
 
 /// A planned (source `schedule`) run that was never published and whose tick is at or

@@ -1,73 +1,14 @@
 //! Statements on `schedules`. Writes are bulk (`unnest` of column arrays) so that a deploy
 //! of 10,000 schedules is a handful of statements; a single upsert uses the same code with
-//! one row. Updates are compare-and-set on `revision` (optimistic concurrency).
+//! one row. Updates are compare-and-set on `revision` (optimistic concurrency). Rows are
+//! read into and written from `kairos_core::Schedule`.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{CatchupPolicy, OverlapPolicy, RetryPolicy, RetryWait};
+use kairos_core::{CalendarRules, FailurePolicy, Schedule};
 use sqlx::{PgExecutor, Postgres, QueryBuilder};
 
-use crate::calendars::CalendarRules;
+use crate::rows::ScheduleRow;
 use crate::Result;
-
-/// A schedule row, as read back and as written: [`insert_many`] and [`update_many`] set
-/// every field but `scheduled_runs` (the planner's count), `pause_note` (set by pausing)
-/// and `updated_at` (now); an insert starts `revision` at 1, an update expects the one given.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct Schedule {
-    /// Primary key.
-    pub schedule_id: String,
-    /// The workflow it launches.
-    pub workflow_id: String,
-    /// The workflow version it launches.
-    pub version: i32,
-    /// The user runs are launched as.
-    pub user_id: String,
-    /// The spec as written.
-    pub cron_expr: String,
-    /// IANA zone name.
-    pub timezone: String,
-    /// First instant a tick may fall on.
-    pub start_at: Option<DateTime<Utc>>,
-    /// Last instant a tick may fall on.
-    pub end_at: Option<DateTime<Utc>>,
-    /// The next tick to plan; `None` once exhausted.
-    pub next_run_at: Option<DateTime<Utc>>,
-    /// Paused schedules plan nothing.
-    pub paused: bool,
-    /// Jitter bound in milliseconds.
-    pub jitter_ms: i32,
-    /// What a tick does while an earlier run is in flight.
-    #[sqlx(try_from = "String")]
-    pub overlap_policy: OverlapPolicy,
-    /// What happens to ticks older than the misfire grace.
-    #[sqlx(try_from = "String")]
-    pub catchup_policy: CatchupPolicy,
-    /// Higher dispatches first.
-    pub priority: i32,
-    /// In-flight limit in seconds, if any.
-    pub max_run_seconds: Option<i32>,
-    /// Under overlap `queue`: most runs waiting (`QUEUED`); `None`: unbounded.
-    pub max_queued: Option<i32>,
-    /// What happens when an attempt fails or stops answering.
-    #[sqlx(flatten)]
-    pub failure: FailurePolicy,
-    /// Exclusions, calendars, roll and DST policy.
-    #[sqlx(flatten)]
-    pub rules: CalendarRules,
-    /// Most runs the planner creates for it (`None`: no limit); manual, backfill and chain
-    /// runs do not count.
-    pub max_runs: Option<i32>,
-    /// Runs the planner created so far (what `max_runs` counts).
-    pub scheduled_runs: i64,
-    /// Why it is paused, as the pausing caller wrote it (`None` while it runs).
-    pub pause_note: Option<String>,
-    /// Optimistic-concurrency counter, incremented by every write.
-    pub revision: i64,
-    /// When the row was first written (the `@every` anchor when no `start_at`).
-    pub created_at: DateTime<Utc>,
-    /// When the row was last written.
-    pub updated_at: DateTime<Utc>,
-}
 
 /// The columns of [`Schedule`], in order, for `select` and `returning`.
 const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
@@ -77,109 +18,17 @@ const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, ti
     heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
     dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at";
 
-impl Schedule {
-    /// How many more runs the planner may create (`None`: no limit).
-    pub fn remaining_runs(&self) -> Option<i64> {
-        self.max_runs
-            .map(|max| (i64::from(max) - self.scheduled_runs).max(0))
-    }
-}
-
-/// A schedule's failure handling as stored: its retry policy and heartbeat timeout. The
-/// table's CHECKs admit only policies [`kairos_core::RetryPolicy::new`] accepts.
-#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
-pub struct FailurePolicy {
-    /// Attempts a run may have (1: no retry).
-    pub max_attempts: i32,
-    /// Waits between attempts, in seconds (the last repeats).
-    pub retry_intervals_s: Option<Vec<i32>>,
-    /// Exponential backoff: the first wait.
-    pub retry_backoff_initial_s: Option<i32>,
-    /// Exponential backoff: growth per attempt.
-    pub retry_backoff_multiplier: Option<f64>,
-    /// Exponential backoff: the longest wait.
-    pub retry_backoff_max_s: Option<i32>,
-    /// A STARTED run silent this long is timed out.
-    pub heartbeat_timeout_s: Option<i32>,
-    /// An ENQUEUED run not started this long is re-published (NULL: the configured
-    /// default; 0: never).
-    pub start_timeout_s: Option<i32>,
-}
-
-impl FailurePolicy {
-    /// The stored form of a retry policy and heartbeat timeout.
-    pub fn of(
-        policy: &RetryPolicy,
-        heartbeat_timeout_s: Option<u32>,
-        start_timeout_s: Option<u32>,
-    ) -> FailurePolicy {
-        let to_i32 = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
-        let mut stored = FailurePolicy {
-            max_attempts: to_i32(policy.max_attempts()),
-            heartbeat_timeout_s: heartbeat_timeout_s.map(to_i32),
-            start_timeout_s: start_timeout_s.map(to_i32),
-            ..FailurePolicy::default()
-        };
-        match policy.wait() {
-            Some(RetryWait::Intervals(intervals)) => {
-                stored.retry_intervals_s = Some(intervals.iter().copied().map(to_i32).collect());
-            }
-            Some(RetryWait::Backoff {
-                initial_s,
-                multiplier,
-                max_s,
-            }) => {
-                stored.retry_backoff_initial_s = Some(to_i32(*initial_s));
-                stored.retry_backoff_multiplier = Some(*multiplier);
-                stored.retry_backoff_max_s = Some(to_i32(*max_s));
-            }
-            None => {}
-        }
-        stored
-    }
-
-    /// The retry policy (the table's CHECKs make a stored one always valid; one that is
-    /// not, after a manual edit, retries nothing).
-    pub fn retry_policy(&self) -> RetryPolicy {
-        let to_u32 = |n: i32| u32::try_from(n).unwrap_or(0);
-        let wait = match (
-            &self.retry_intervals_s,
-            self.retry_backoff_initial_s,
-            self.retry_backoff_multiplier,
-            self.retry_backoff_max_s,
-        ) {
-            (Some(intervals), _, _, _) => Some(RetryWait::Intervals(
-                intervals.iter().copied().map(to_u32).collect(),
-            )),
-            (None, Some(initial_s), Some(multiplier), Some(max_s)) => Some(RetryWait::Backoff {
-                initial_s: to_u32(initial_s),
-                multiplier,
-                max_s: to_u32(max_s),
-            }),
-            _ => None,
-        };
-        RetryPolicy::new(i64::from(self.max_attempts), wait).unwrap_or_default()
-    }
-
-    /// The intervals as a PostgreSQL array literal (bulk writes pass one text per row).
-    fn intervals_literal(&self) -> Option<String> {
-        self.retry_intervals_s.as_ref().map(|intervals| {
-            let items: Vec<String> = intervals.iter().map(i32::to_string).collect();
-            format!("{{{}}}", items.join(","))
-        })
-    }
-}
-
 /// One schedule by id.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn get(db: impl PgExecutor<'_>, schedule_id: &str) -> Result<Option<Schedule>> {
     let sql = format!("select {COLUMNS} from schedules where schedule_id = $1");
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(schedule_id)
         .fetch_optional(db)
-        .await?)
+        .await?
+        .map(Schedule::from))
 }
 
 /// The schedules of `workflow_id` plus those named in `schedule_ids` (whatever their
@@ -196,11 +45,14 @@ pub async fn for_sync(
         "select {COLUMNS} from schedules where workflow_id = $1 or schedule_id = any($2) \
          order by schedule_id"
     );
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(workflow_id)
         .bind(schedule_ids)
         .fetch_all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Schedule::from)
+        .collect())
 }
 
 /// Filters of [`list`]; `None` means "any".
@@ -231,14 +83,17 @@ pub async fn list(db: impl PgExecutor<'_>, filter: &ListFilter) -> Result<Vec<Sc
            and ($4::text is null or schedule_id > $4) \
          order by schedule_id limit $5"
     );
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(&filter.workflow_id)
         .bind(&filter.user_id)
         .bind(filter.paused)
         .bind(&filter.after)
         .bind(filter.limit)
         .fetch_all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Schedule::from)
+        .collect())
 }
 
 /// Inserts new schedules; a row whose id already exists is left alone and missing from the
@@ -275,7 +130,8 @@ pub async fn insert_many(
     push_unnest(&mut query, rows);
     query.push(" on conflict (schedule_id) do nothing returning ");
     query.push(COLUMNS);
-    Ok(query.build_query_as().fetch_all(db).await?)
+    let written: Vec<ScheduleRow> = query.build_query_as().fetch_all(db).await?;
+    Ok(written.into_iter().map(Schedule::from).collect())
 }
 
 /// Updates schedules whose stored revision still equals [`Schedule::revision`]
@@ -323,7 +179,8 @@ pub async fn update_many(
     push_unnest(&mut query, rows);
     query.push(" where s.schedule_id = v.schedule_id and s.revision = v.revision returning ");
     query.push(prefixed_columns("s"));
-    Ok(query.build_query_as().fetch_all(db).await?)
+    let written: Vec<ScheduleRow> = query.build_query_as().fetch_all(db).await?;
+    Ok(written.into_iter().map(Schedule::from).collect())
 }
 
 /// `unnest($1, ..., $22) as v(<columns>)`: the rows as one relation, one bind per column.
@@ -365,7 +222,7 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.failure.max_attempts));
     args.push_unseparated("::int4[]");
-    args.push_bind(col(rows, |r| r.failure.intervals_literal()));
+    args.push_bind(col(rows, |r| intervals_literal(&r.failure)));
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.failure.retry_backoff_initial_s));
     args.push_unseparated("::int4[]");
@@ -377,9 +234,9 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.failure.start_timeout_s));
     args.push_unseparated("::int4[]");
-    args.push_bind(col(rows, |r| r.rules.exclude_json()));
+    args.push_bind(col(rows, |r| exclude_json(&r.rules)));
     args.push_unseparated("::text[]");
-    args.push_bind(col(rows, |r| r.rules.calendars_json()));
+    args.push_bind(col(rows, |r| calendars_json(&r.rules)));
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.rules.roll.as_str()));
     args.push_unseparated("::text[]");
@@ -391,9 +248,13 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.max_runs));
     args.push_unseparated("::int4[]");
-    args.push_bind(col(rows, |r| chain_of(r).map(|c| c.parent)));
+    // A chained schedule's parent and outcome (`@after`), stored beside its spec so that
+    // the chain trigger finds a schedule's children by index.
+    args.push_bind(col(rows, |r| crate::timing::chain(r).map(|c| c.parent)));
     args.push_unseparated("::text[]");
-    args.push_bind(col(rows, |r| chain_of(r).map(|c| c.on.as_str())));
+    args.push_bind(col(rows, |r| {
+        crate::timing::chain(r).map(|c| c.on.as_str())
+    }));
     args.push_unseparated("::text[]");
     args.push_bind(col(rows, |r| r.revision));
     args.push_unseparated("::int8[]");
@@ -409,12 +270,22 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     );
 }
 
-/// The parent and outcome of a chained schedule (`@after`), stored beside its spec so that
-/// the chain trigger finds a schedule's children by index.
-fn chain_of(row: &Schedule) -> Option<kairos_core::Chain> {
-    kairos_core::Spec::parse(&row.cron_expr)
-        .ok()
-        .and_then(|spec| spec.chain().cloned())
+/// The intervals as a PostgreSQL array literal (bulk writes pass one text per row).
+fn intervals_literal(failure: &FailurePolicy) -> Option<String> {
+    failure.retry_intervals_s.as_ref().map(|intervals| {
+        let items: Vec<String> = intervals.iter().map(i32::to_string).collect();
+        format!("{{{}}}", items.join(","))
+    })
+}
+
+/// `exclude` as one JSON array (bulk writes pass one text per row).
+fn exclude_json(rules: &CalendarRules) -> String {
+    serde_json::Value::from(rules.exclude.clone()).to_string()
+}
+
+/// `exclude_calendars` as one JSON array (bulk writes pass one text per row).
+fn calendars_json(rules: &CalendarRules) -> String {
+    serde_json::Value::from(rules.exclude_calendars.clone()).to_string()
 }
 
 /// Which of `schedule_ids` exist.
@@ -459,7 +330,7 @@ pub async fn set_paused(
          pause_note = case when $2 then $6 end \
          where schedule_id = $1 and revision = $4 returning {COLUMNS}"
     );
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(schedule_id)
         .bind(paused)
         .bind(next_run_at)
@@ -467,7 +338,8 @@ pub async fn set_paused(
         .bind(now)
         .bind(note)
         .fetch_optional(db)
-        .await?)
+        .await?
+        .map(Schedule::from))
 }
 
 /// When the schedule was paused; `None` while it runs (or when it does not exist).
@@ -493,10 +365,13 @@ pub async fn paused_at(
 pub async fn get_many(db: impl PgExecutor<'_>, schedule_ids: &[String]) -> Result<Vec<Schedule>> {
     let sql =
         format!("select {COLUMNS} from schedules where schedule_id = any($1) order by schedule_id");
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(schedule_ids)
         .fetch_all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Schedule::from)
+        .collect())
 }
 
 /// Sets `next_run_at` of schedules whose timetable changed without a write of their own

@@ -14,12 +14,11 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Reported, RunStatus};
+use kairos_core::{Attempt, FailurePolicy, Reported, Run, RunStatus};
 use sqlx::PgConnection;
 
-use crate::attempts::Attempt;
-use crate::runs::{Run, RUN_COLUMNS};
-use crate::schedules::FailurePolicy;
+use crate::rows::{FailureRow, RunRow};
+use crate::runs::RUN_COLUMNS;
 use crate::Result;
 
 /// One status report, as the intake parsed it.
@@ -121,11 +120,11 @@ pub async fn lock(
 ) -> Result<Locked> {
     #[derive(sqlx::FromRow)]
     struct Row {
-        #[sqlx(flatten)]
+        #[sqlx(flatten, try_from = "RunRow")]
         run: Run,
         exclusive: bool,
         exclusive_now: bool,
-        #[sqlx(flatten)]
+        #[sqlx(flatten, try_from = "FailureRow")]
         failure: FailurePolicy,
     }
     let sql = format!(

@@ -1,16 +1,15 @@
 //! A stored schedule's timing columns (`cron_expr`, `timezone`, window, `created_at` and
 //! the calendar rules) decoded into the core's [`ScheduleRules`], here and nowhere above
 //! the store. A value that no longer parses (a stricter core than the one that stored it)
-//! is an error naming its column: such a schedule plans and previews nothing.
+//! is an error naming its column: such a schedule plans and previews nothing. [`chain`]
+//! reads a chained schedule's parent from its spec.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use kairos_core::{parse_zone, Chain, Exclusion, ScheduleRules, Spec, Tz};
+use kairos_core::{parse_zone, CalendarRules, Chain, Exclusion, Schedule, ScheduleRules, Spec, Tz};
 
-use crate::calendars::CalendarRules;
 use crate::planning::DueSchedule;
-use crate::schedules::Schedule;
 
 /// The timing columns of one schedule row.
 struct Columns<'a> {
@@ -93,17 +92,7 @@ fn spec_and_zone(cron_expr: &str, timezone: &str) -> Result<(Spec, Tz), String> 
     Ok((spec, zone))
 }
 
-impl Schedule {
-    /// This schedule's timing rules, decoded.
-    ///
-    /// # Errors
-    /// As [`Decoder::due`].
-    pub fn timing(&self) -> Result<ScheduleRules, String> {
-        Decoder::default().schedule(self)
-    }
-
-    /// The parent and outcome of a chained schedule (`@after`); `None` for a timetable.
-    pub fn chain(&self) -> Option<Chain> {
-        Spec::parse(&self.cron_expr).ok()?.chain().cloned()
-    }
+/// The parent and outcome of a chained schedule (`@after`); `None` for a timetable.
+pub fn chain(schedule: &Schedule) -> Option<Chain> {
+    Spec::parse(&schedule.cron_expr).ok()?.chain().cloned()
 }

@@ -2,7 +2,8 @@
 //! update leaves the timing alone, and a timing change always takes the recomputed tick.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_store::schedules::{self, Schedule};
+use kairos_core::{FailurePolicy, Schedule};
+use kairos_store::schedules;
 use kairos_testkit::TestDb;
 
 fn at(text: &str) -> DateTime<Utc> {
@@ -27,7 +28,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         priority: 0,
         max_run_seconds: None,
         max_queued: None,
-        failure: kairos_store::schedules::FailurePolicy {
+        failure: FailurePolicy {
             max_attempts: 1,
             ..Default::default()
         },

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use kairos_core::RunSource;
+use kairos_core::{Run, RunSource};
 use kairos_launcher::{LaunchMessage, Source};
 use kairos_store::dispatch::{self, Claimed};
 use kairos_store::Tx;
@@ -40,7 +40,7 @@ impl Dags {
 }
 
 /// A run as the launch message needs it (for a dead letter's copy of its last launch).
-pub(crate) fn as_claimed(run: &kairos_store::runs::Run) -> Claimed {
+pub(crate) fn as_claimed(run: &Run) -> Claimed {
     Claimed {
         idempotency_key: run.idempotency_key.clone(),
         schedule_id: run.schedule_id.clone(),

@@ -6,7 +6,7 @@
 mod planner_support;
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{RunKey, RunStatus};
+use kairos_core::{Run, RunKey, RunStatus};
 use kairos_registrar::{CalendarInput, Error, RulesInput};
 use kairos_store::PgPool;
 use kairos_testkit::TestDb;
@@ -46,7 +46,7 @@ async fn put_calendar(pool: &PgPool, name: &str, dates: &[&str]) -> Vec<String> 
         .replanned
 }
 
-fn status_at(runs: &[kairos_store::runs::Run], at: &str) -> Option<RunStatus> {
+fn status_at(runs: &[Run], at: &str) -> Option<RunStatus> {
     runs.iter().find(|r| r.run_at == ts(at)).map(|r| r.status)
 }
 

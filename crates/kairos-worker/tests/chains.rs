@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dispatcher_support::{config, drain, key, nats, run, stream_ids, until, workflow};
-use kairos_core::{RunSource, RunStatus};
+use kairos_core::{Run, RunSource, RunStatus};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
-use kairos_store::runs::{self, Run};
+use kairos_store::runs;
 use kairos_store::status::StatusReport;
 use kairos_store::PgPool;
 use kairos_testkit::{sqlx, TestDb};

@@ -36,7 +36,7 @@ fn lost_launch_sweeper(
     Sweeper::new(pool.clone(), launcher.clone(), config)
 }
 
-async fn run_of(pool: &PgPool, key: &str) -> runs::Run {
+async fn run_of(pool: &PgPool, key: &str) -> kairos_core::Run {
     runs::get(pool, key).await.expect("read").expect("run")
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use dispatcher_support::{config, nats, spawn_dispatcher, stream_ids, sweeper, until, workflow};
-use kairos_core::{RunSource, RunStatus};
+use kairos_core::{Run, RunSource, RunStatus};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::{runs, PgPool};
 use kairos_testkit::TestDb;
@@ -26,7 +26,7 @@ async fn succeed(intake: &Intake, key: &str) {
     }
 }
 
-async fn of_source(pool: &PgPool, source: RunSource) -> Vec<runs::Run> {
+async fn of_source(pool: &PgPool, source: RunSource) -> Vec<Run> {
     let mut all = runs::list_for_schedule(pool, "s1", None, 100)
         .await
         .expect("runs");

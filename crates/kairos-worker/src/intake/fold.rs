@@ -7,10 +7,9 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use kairos_core::{
-    judge, moved_to, AfterFailure, ReportFacts, Reported, RunFacts, RunStatus, Verdict,
+    judge, moved_to, AfterFailure, Attempt, ReportFacts, Reported, Run, RunFacts, RunStatus,
+    Verdict,
 };
-use kairos_store::attempts::Attempt;
-use kairos_store::runs::Run;
 use kairos_store::status::{
     Applied, Changed, FinishedAttempt, Locked, LockedRun, StatusReport, Writes,
 };

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{parse_zone, RunKey, Spec, Timetable};
+use kairos_core::{parse_zone, FailurePolicy, Run, RunKey, Schedule, Spec, Timetable};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
-use kairos_store::runs::{self, Run};
-use kairos_store::schedules::{self, Schedule};
+use kairos_store::runs;
+use kairos_store::schedules;
 use kairos_store::PgPool;
 use kairos_worker::planner::{PassReport, Planner, PlannerConfig};
 
@@ -113,7 +113,7 @@ pub async fn insert_bulk(
                 priority: 0,
                 max_run_seconds: None,
                 max_queued: None,
-                failure: kairos_store::schedules::FailurePolicy {
+                failure: FailurePolicy {
                     max_attempts: 1,
                     ..Default::default()
                 },

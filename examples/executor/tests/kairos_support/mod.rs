@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kairos_core::RunStatus;
+use kairos_core::{Run, RunStatus};
 use kairos_executor_example::{Reporter, Settings};
 use kairos_launcher::status::{read_stream, StatusConsumer, Stored};
 use kairos_launcher::{NatsConfig, NatsLauncher};
-use kairos_store::runs::{self, Run};
+use kairos_store::runs;
 use kairos_store::PgPool;
 use kairos_testkit::{sqlx, NatsServer, TestDb};
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};

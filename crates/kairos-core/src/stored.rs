@@ -1,0 +1,17 @@
+//! What the store keeps, as plain values: a schedule ([`Schedule`], with its
+//! [`FailurePolicy`] and [`CalendarRules`]), a run ([`Run`]) and its finished attempts
+//! ([`Attempt`]), and a named calendar ([`Calendar`]).
+//!
+//! kairos-store reads its rows into these and writes them from these; the crates above it
+//! see only these. Columns keep their stored widths (`i32`, `i64`); text columns are the
+//! core's enums.
+
+mod calendar;
+mod failure;
+mod run;
+mod schedule;
+
+pub use calendar::{Calendar, CalendarRules};
+pub use failure::FailurePolicy;
+pub use run::{Attempt, Run};
+pub use schedule::Schedule;
