@@ -18,8 +18,8 @@
 //! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
 //! - [`error_chain`]: an error and its causes on one line, for logs.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
-//! - [`Schedule`], [`Run`], [`Attempt`], [`Calendar`]: what the store keeps, as plain
-//!   values (kairos-store maps its rows into them).
+//! - [`Schedule`], [`Run`], [`Attempt`], [`Calendar`], [`ScheduleStats`]: what the store
+//!   keeps, as plain values (kairos-store maps its rows into them).
 
 mod chain;
 mod exclusion;
@@ -53,7 +53,10 @@ pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_W
 pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
-pub use stored::{Attempt, Calendar, CalendarRules, FailurePolicy, Run, Schedule};
+pub use stored::{
+    Attempt, Calendar, CalendarRules, FailurePolicy, Run, RunFilter, RunRef, Schedule,
+    ScheduleStats,
+};
 pub use timetable::{
     DstNote, Excluded, MinGap, Occurrence, OutsideWindow, RuleSource, TickExplained, TickNote,
     Ticks, Timetable, WindowSide, MAX_EXCLUDED_IN_A_ROW, MAX_ROLL_DAYS,

@@ -1,6 +1,7 @@
 //! What the store keeps, as plain values: a schedule ([`Schedule`], with its
 //! [`FailurePolicy`] and [`CalendarRules`]), a run ([`Run`]) and its finished attempts
-//! ([`Attempt`]), and a named calendar ([`Calendar`]).
+//! ([`Attempt`]), a named calendar ([`Calendar`]), a schedule's run statistics
+//! ([`ScheduleStats`], [`RunRef`]) and the filter of run listings ([`RunFilter`]).
 //!
 //! kairos-store reads its rows into these and writes them from these; the crates above it
 //! see only these. Columns keep their stored widths (`i32`, `i64`); text columns are the
@@ -10,8 +11,10 @@ mod calendar;
 mod failure;
 mod run;
 mod schedule;
+mod stats;
 
 pub use calendar::{Calendar, CalendarRules};
 pub use failure::FailurePolicy;
-pub use run::{Attempt, Run};
+pub use run::{Attempt, Run, RunFilter};
 pub use schedule::Schedule;
+pub use stats::{RunRef, ScheduleStats};

@@ -3,10 +3,10 @@
 //! create, and runs across schedules (newest, in flight). Nothing here writes.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{jitter_offset, RunKey, RunStatus, Schedule, TickNote};
-use kairos_store::overview::{self, RunFilter};
+use kairos_core::{jitter_offset, RunFilter, RunKey, RunStatus, Schedule, ScheduleStats, TickNote};
+use kairos_store::overview;
 use kairos_store::schedules::{self as store, ListFilter};
-use kairos_store::stats::{self, ScheduleStats};
+use kairos_store::stats;
 use kairos_store::Tx;
 
 use crate::runs::BACKFILL_MAX_TICKS;

@@ -2,10 +2,10 @@
 //! and preview.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Run, Schedule, Spec, Timetable};
+use kairos_core::{Run, Schedule, ScheduleStats, Spec, Timetable};
 use kairos_store::runs;
 use kairos_store::schedules::{self as store, ListFilter};
-use kairos_store::stats::{self, ScheduleStats};
+use kairos_store::stats;
 use kairos_store::timing::Decoder;
 
 use kairos_core::RunStatus;

@@ -5,25 +5,12 @@
 //! every status change for an admin listing), and the partial `schedule_runs_in_flight` for
 //! runs in flight.
 
-use kairos_core::{Run, RunStatus};
+use kairos_core::{Run, RunFilter};
 use sqlx::PgExecutor;
 
 use crate::rows::RunRow;
 use crate::runs::RUN_COLUMNS;
 use crate::Result;
-
-/// Filters of [`recent_runs`] and [`in_flight`]; `None` means "any".
-#[derive(Debug, Clone, Default)]
-pub struct RunFilter {
-    /// Only runs in this status (ignored by [`in_flight`]).
-    pub status: Option<RunStatus>,
-    /// Only this schedule's runs.
-    pub schedule_id: Option<String>,
-    /// Only this workflow's runs.
-    pub workflow_id: Option<String>,
-    /// Page size.
-    pub limit: i64,
-}
 
 /// The conditions of `filter` as SQL over numbered parameters, and the values to bind.
 /// Only the filters given are written, so the planner sees plain equalities and picks the

@@ -5,9 +5,9 @@ use kairos_testkit::TestDb;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::RunStatus;
+use kairos_core::{RunRef, RunStatus};
 use kairos_store::retention::{self, RetentionRule};
-use kairos_store::stats::{self, RunRef};
+use kairos_store::stats;
 use sqlx::PgPool;
 
 fn at(text: &str) -> DateTime<Utc> {

@@ -1,4 +1,5 @@
-//! A stored run (one row of `schedule_runs`) and one finished attempt of it.
+//! A stored run (one row of `schedule_runs`), one finished attempt of it, and the filter of
+//! run listings.
 
 use chrono::{DateTime, Utc};
 
@@ -76,4 +77,18 @@ pub struct Attempt {
     pub started_at: Option<DateTime<Utc>>,
     /// When it ended.
     pub finished_at: DateTime<Utc>,
+}
+
+/// Filters of the newest runs and of the runs in flight (`kairos_store::overview`);
+/// `None` means "any".
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only runs in this status (ignored for runs in flight).
+    pub status: Option<RunStatus>,
+    /// Only this schedule's runs.
+    pub schedule_id: Option<String>,
+    /// Only this workflow's runs.
+    pub workflow_id: Option<String>,
+    /// Page size.
+    pub limit: i64,
 }
