@@ -106,7 +106,7 @@ pub(crate) async fn list(
     ))
 }
 
-/// `GET /schedules/{id}/runs?limit=&status=`: newest first.
+/// `GET /schedules/{id}/runs?limit=&status=&cursor=`: newest first, a page at a time.
 pub(crate) async fn runs(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -115,10 +115,15 @@ pub(crate) async fn runs(
     let mut query = body::Query::new(params);
     let limit = query.integer("limit", 100.min(LIST_LIMIT_MAX));
     let status = query.text("status");
+    let cursor = query.text("cursor");
     query.finish()?;
-    let runs = state.registrar.runs(&id, status.as_deref(), limit).await?;
-    let runs: Vec<RunBody> = runs.into_iter().map(RunBody::of).collect();
-    Ok(Json(json!({ "runs": runs })))
+    let registrar = &state.registrar;
+    let page = registrar.runs(&id, status.as_deref(), cursor.as_deref(), limit);
+    let page = page.await?;
+    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
+    Ok(Json(
+        json!({ "runs": runs, "next_cursor": page.next_cursor }),
+    ))
 }
 
 /// `POST /schedules/preview`: fire times of a spec; nothing stored.

@@ -213,6 +213,34 @@ async fn runs_are_listed_newest_first_and_filtered_by_status() {
     .await;
     assert_eq!(body["runs"].as_array().expect("runs").len(), 1);
     assert_eq!(body["runs"][0]["run_at"], json!("2026-03-08T11:00:00Z"));
+
+    // A page at a time: every run once, in order, and the last page says so.
+    let mut paged = Vec::new();
+    let mut uri = "/schedules/s1/runs?limit=2".to_string();
+    loop {
+        let (status, _, body) = call(&api, Method::GET, &uri, Some(READER), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for run in body["runs"].as_array().expect("runs") {
+            paged.push(run["run_at"].as_str().expect("run_at").to_string());
+        }
+        match body["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("/schedules/s1/runs?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(paged, run_ats);
+    let (status, _, body) = call(
+        &api,
+        Method::GET,
+        "/schedules/s1/runs?cursor=not-a-cursor",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["errors"][0]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("cursor"))
+    );
     let (status, _, body) = call(
         &api,
         Method::GET,

@@ -3,12 +3,12 @@
 //! /runs/{key}/retry`, idempotent per request id), and the dead letters (`GET
 //! /dead-letters`).
 
-use chrono::{DateTime, Utc};
 use kairos_core::{Attempt, Run};
 use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::runs;
 use kairos_store::Tx;
 
+use crate::cursor::{self, RunPage};
 use crate::error::{Error, Result};
 use crate::schedules::check_limit;
 use crate::Registrar;
@@ -22,15 +22,6 @@ pub struct RunView {
     pub history: Vec<Attempt>,
     /// Attempts its schedule allows (1 when the schedule is gone).
     pub max_attempts: i32,
-}
-
-/// A page of dead letters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeadLetterPage {
-    /// Newest first.
-    pub runs: Vec<Run>,
-    /// Pass as `cursor` for the next page; `None` on the last page.
-    pub next_cursor: Option<String>,
 }
 
 /// Filters of [`Registrar::dead_letters`], as the caller gives them.
@@ -106,7 +97,7 @@ impl Registrar {
     ///
     /// # Errors
     /// [`Error::Invalid`] for a bad limit or cursor; [`Error::Store`].
-    pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage> {
+    pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<RunPage> {
         check_limit(query.limit)?;
         // Ids as `GET /schedules` checks them: a NUL or any other character no id has
         // is a 400 naming the parameter, never a failed query.
@@ -119,39 +110,16 @@ impl Registrar {
                     .map_err(|e| Error::invalid(field, e.to_string()))?;
             }
         }
-        let before = query.cursor.as_deref().map(parse_cursor).transpose()?;
+        let before = query.cursor.as_deref().map(cursor::parse).transpose()?;
         let filter = DeadLetterFilter {
             schedule_id: query.schedule_id.clone(),
             workflow_id: query.workflow_id.clone(),
             before,
             limit: query.limit + 1,
         };
-        let mut runs = attempts::dead_letters(&self.pool, &filter).await?;
-        let full = runs.len() as i64 > query.limit;
-        runs.truncate(query.limit as usize);
-        let next_cursor = full.then(|| runs.last().map(cursor_of)).flatten();
-        Ok(DeadLetterPage { runs, next_cursor })
+        let runs = attempts::dead_letters(&self.pool, &filter).await?;
+        Ok(RunPage::of(runs, query.limit, |run| run.dead_lettered_at))
     }
-}
-
-/// `<microseconds since the epoch of dead_lettered_at>.<key>`.
-fn cursor_of(run: &Run) -> String {
-    let at = run.dead_lettered_at.map_or(0, |at| at.timestamp_micros());
-    format!("{at}.{}", run.idempotency_key)
-}
-
-fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, String)> {
-    let parsed = cursor.split_once('.').and_then(|(micros, key)| {
-        kairos_core::validate_id("cursor", key).ok()?;
-        let at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
-        Some((at, key.to_string()))
-    });
-    parsed.ok_or_else(|| {
-        Error::invalid(
-            "cursor",
-            "is not a cursor this listing gave (pass next_cursor as it came)",
-        )
-    })
 }
 
 fn unknown(key: &str) -> Error {

@@ -22,6 +22,7 @@ mod apply;
 mod attempts;
 mod calendars;
 mod chains;
+mod cursor;
 pub mod dag;
 mod dry_run;
 mod error;
@@ -36,8 +37,9 @@ mod runs;
 mod schedules;
 mod workflows;
 
-pub use attempts::{DeadLetterPage, DeadLetterQuery, RunView};
+pub use attempts::{DeadLetterQuery, RunView};
 pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
+pub use cursor::RunPage;
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
 pub use input::{

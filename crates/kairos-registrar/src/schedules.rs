@@ -2,7 +2,7 @@
 //! and preview.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Run, Schedule, ScheduleStats, Spec, Timetable};
+use kairos_core::{Schedule, ScheduleStats, Spec, Timetable};
 use kairos_store::runs;
 use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats;
@@ -12,6 +12,7 @@ use kairos_core::RunStatus;
 use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError, Target};
+use crate::cursor::RunPage;
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, check_zone, ScheduleInput, Settings};
 use crate::{rules, Registrar};
@@ -308,18 +309,21 @@ impl Registrar {
         })
     }
 
-    /// A schedule's runs, newest tick first (also after the schedule was deleted).
+    /// A page of a schedule's runs, newest tick first (also after the schedule was
+    /// deleted); `cursor` is the previous page's `next_cursor`.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad status or limit; [`Error::Store`].
+    /// [`Error::Invalid`] for a bad status, cursor or limit; [`Error::Store`].
     pub async fn runs(
         &self,
         schedule_id: &str,
         status: Option<&str>,
+        cursor: Option<&str>,
         limit: i64,
-    ) -> Result<Vec<Run>> {
+    ) -> Result<RunPage> {
         check_id(schedule_id)?;
         check_limit(limit)?;
+        let before = cursor.map(crate::cursor::parse).transpose()?;
         let status = match status.map(str::parse::<RunStatus>).transpose() {
             Ok(status) => status,
             Err(err) => {
@@ -332,7 +336,8 @@ impl Registrar {
                 ))
             }
         };
-        Ok(runs::list_for_schedule(&self.pool, schedule_id, status, limit).await?)
+        let listed = runs::list_for_schedule(&self.pool, schedule_id, status, before, limit + 1);
+        Ok(RunPage::of(listed.await?, limit, |run| Some(run.run_at)))
     }
 
     /// The fire times of a spec, nothing stored. "Now" is this instance's clock (or the

@@ -117,7 +117,9 @@ pub async fn get(db: impl PgExecutor<'_>, idempotency_key: &str) -> Result<Optio
         .map(Run::from))
 }
 
-/// A schedule's runs, newest tick first, optionally of one status.
+/// A schedule's runs, newest tick first (then by key, descending), optionally of one
+/// status, and only those after `before` in that order (keyset pagination: the last run of
+/// the previous page, by `run_at` and key).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -125,16 +127,21 @@ pub async fn list_for_schedule(
     db: impl PgExecutor<'_>,
     schedule_id: &str,
     status: Option<RunStatus>,
+    before: Option<(DateTime<Utc>, String)>,
     limit: i64,
 ) -> Result<Vec<Run>> {
+    let (before_at, before_key) = before.unzip();
     let sql = format!(
         "select {RUN_COLUMNS} from schedule_runs \
          where schedule_id = $1 and ($2::text is null or status = $2) \
-         order by run_at desc, idempotency_key limit $3"
+           and ($3::timestamptz is null or (run_at, idempotency_key) < ($3, $4)) \
+         order by run_at desc, idempotency_key desc limit $5"
     );
     Ok(sqlx::query_as::<_, RunRow>(&sql)
         .bind(schedule_id)
         .bind(status.map(RunStatus::as_str))
+        .bind(before_at)
+        .bind(before_key)
         .bind(limit)
         .fetch_all(db)
         .await?

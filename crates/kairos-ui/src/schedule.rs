@@ -33,7 +33,7 @@ pub async fn schedule(
 ) -> Result<String, kairos_registrar::Error> {
     params.finish()?;
     let detail = registrar.schedule_detail(id, UPCOMING).await?;
-    let runs = registrar.runs(id, None, RUNS).await?;
+    let runs = registrar.runs(id, None, None, RUNS).await?.runs;
     let s = &detail.schedule;
     let markup = html! {
         p.crumbs { a href="/ui" { "← Schedules" } }

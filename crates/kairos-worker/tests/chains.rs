@@ -49,7 +49,7 @@ async fn report(intake: &Intake, key: &str, body: serde_json::Value) {
 }
 
 async fn runs_of(pool: &PgPool, schedule_id: &str) -> Vec<Run> {
-    runs::list_for_schedule(pool, schedule_id, None, 1000)
+    runs::list_for_schedule(pool, schedule_id, None, None, 1000)
         .await
         .expect("runs")
 }

@@ -27,7 +27,7 @@ async fn succeed(intake: &Intake, key: &str) {
 }
 
 async fn of_source(pool: &PgPool, source: RunSource) -> Vec<Run> {
-    let mut all = runs::list_for_schedule(pool, "s1", None, 100)
+    let mut all = runs::list_for_schedule(pool, "s1", None, None, 100)
         .await
         .expect("runs");
     all.retain(|run| run.source == source);

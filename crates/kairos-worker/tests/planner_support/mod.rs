@@ -168,7 +168,7 @@ pub fn tick_keys(
 
 /// A schedule's runs, oldest tick first.
 pub async fn runs_of(pool: &PgPool, schedule_id: &str) -> Vec<Run> {
-    let mut runs = runs::list_for_schedule(pool, schedule_id, None, 100_000)
+    let mut runs = runs::list_for_schedule(pool, schedule_id, None, None, 100_000)
         .await
         .expect("runs");
     runs.reverse();
