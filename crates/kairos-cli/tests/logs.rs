@@ -117,3 +117,40 @@ fn pretty_lines_in_a_file_carry_no_colour() {
     assert!(!text.contains('\u{1b}'), "colour codes in a file:\n{text}");
     assert!(text.lines().all(|line| !line.starts_with('{')), "{text}");
 }
+
+/// A run's log lines carry its trace id: the trace its launch message names in
+/// `traceparent` (the first 32 hex digits of the run's key).
+#[test]
+fn a_runs_log_lines_carry_its_trace_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("serve.log");
+    let file = std::fs::File::create(&path).expect("log file");
+    let level = [("KAIROS_LOG__LEVEL", "kairos_worker=debug,info")];
+    let served = Served::start_logging("api,planner,dispatcher", "logs_trace", &file, &level);
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let put = served.send("PUT", "/workflows/wf/versions/1", dag);
+    assert!(put.contains(" 201 "), "{put}");
+    let schedule = r#"{"schedule_id": "traced", "workflow_id": "wf", "version": 1,
+        "user_id": "u", "cron_expr": "0 0 1 1 *", "timezone": "UTC"}"#;
+    let upsert = served.send("POST", "/schedules/upsert", schedule);
+    assert!(upsert.contains(" 201 "), "{upsert}");
+    let trigger = served.send(
+        "POST",
+        "/schedules/traced/trigger",
+        r#"{"request_id": "t-1"}"#,
+    );
+    assert!(trigger.contains(" 201 "), "{trigger}");
+    let body = trigger.split("\r\n\r\n").nth(1).expect("a body");
+    let run: Value = serde_json::from_str(body).expect("run JSON");
+    let key = run["idempotency_key"].as_str().expect("key").to_string();
+
+    let text = lines_when(&path, |text| {
+        text.contains(&key) && text.contains("run emitted")
+    });
+    let emitted: Value = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["key"] == key.as_str() && line["message"] == "run emitted")
+        .expect("the run's launch line");
+    assert_eq!(emitted["trace_id"], &key[..32], "{emitted}");
+}

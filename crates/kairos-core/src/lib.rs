@@ -35,6 +35,7 @@ mod run;
 mod spec;
 mod stored;
 mod timetable;
+pub mod trace;
 mod transition;
 mod zone;
 

@@ -9,9 +9,11 @@
 //!   Dead letters go to `KAIROS_DLQ`, cancel requests to `KAIROS_CANCEL`.
 //! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
 //!
-//! Both pipeline a batch: every message is sent before any acknowledgement is awaited.
+//! Both pipeline a batch: every message is sent before any acknowledgement is awaited. Every
+//! message carries CloudEvents and trace-context headers ([`events`]).
 
 mod error;
+pub mod events;
 mod link;
 mod memory;
 mod message;

@@ -129,6 +129,12 @@ pub struct CancelMessage {
     /// The run's workflow: the subject's last token (not in the body).
     #[serde(skip)]
     pub workflow_id: String,
+    /// The run's schedule (the `ce-source` header; not in the body).
+    #[serde(skip)]
+    pub schedule_id: String,
+    /// When the cancel was asked for, RFC 3339 (the `ce-time` header; not in the body).
+    #[serde(skip)]
+    pub requested_at: String,
 }
 
 impl CancelMessage {

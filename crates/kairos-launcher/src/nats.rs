@@ -22,6 +22,7 @@ use async_nats::jetstream::{self, stream};
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
+use crate::events::{self, Event};
 use crate::streams::Retention;
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
@@ -177,7 +178,7 @@ impl NatsLauncher {
         let size = message.body.len();
         let publish = PublishMessage::build()
             .payload(message.body.into())
-            .message_id(message.msg_id);
+            .headers(message.headers);
         self.jetstream
             .send_publish(message.subject, publish)
             .await
@@ -190,11 +191,12 @@ impl NatsLauncher {
     }
 }
 
-/// One message to publish: where, under which de-duplication id, what.
+/// One message to publish: where, its headers (`Nats-Msg-Id`, the de-duplication id, among
+/// them), what.
 #[derive(Debug)]
 struct Outgoing {
     subject: String,
-    msg_id: String,
+    headers: async_nats::HeaderMap,
     body: Vec<u8>,
 }
 
@@ -203,7 +205,7 @@ impl RunLauncher for NatsLauncher {
         let prefix = &self.config.subject_prefix;
         let outgoing = batch.iter().map(|message| Outgoing {
             subject: message.subject(prefix),
-            msg_id: message.msg_id(),
+            headers: launch_event(message).headers(prefix, &message.msg_id()),
             body: message.encode(),
         });
         self.publish(outgoing).await
@@ -213,7 +215,7 @@ impl RunLauncher for NatsLauncher {
         let prefix = &self.config.subject_prefix;
         let outgoing = batch.iter().map(|(message, msg_id)| Outgoing {
             subject: message.subject(prefix),
-            msg_id: msg_id.clone(),
+            headers: launch_event(message).headers(prefix, msg_id),
             body: message.encode(),
         });
         self.publish(outgoing).await
@@ -234,22 +236,46 @@ impl RunLauncher for NatsLauncher {
 
     async fn cancel(&self, batch: &[CancelMessage]) -> Vec<Result<Enqueued>> {
         let prefix = &self.config.subject_prefix;
-        let outgoing = batch.iter().map(|cancel| Outgoing {
-            subject: cancel.subject(prefix),
-            msg_id: cancel.msg_id(),
-            body: cancel.encode(),
+        let outgoing = batch.iter().map(|cancel| {
+            let event = Event {
+                kind: events::CANCEL,
+                schedule_id: &cancel.schedule_id,
+                key: &cancel.idempotency_key,
+                time: &cancel.requested_at,
+            };
+            Outgoing {
+                subject: cancel.subject(prefix),
+                headers: event.headers(prefix, &cancel.msg_id()),
+                body: cancel.encode(),
+            }
         });
         self.publish(outgoing).await
     }
 
     async fn dead_letter(&self, batch: &[DeadLetter]) -> Vec<Result<Enqueued>> {
         let prefix = &self.config.subject_prefix;
-        let outgoing = batch.iter().map(|letter| Outgoing {
-            subject: letter.subject(prefix),
-            msg_id: letter.msg_id(),
-            body: letter.encode(),
+        let outgoing = batch.iter().map(|letter| {
+            let event = Event {
+                kind: events::DEAD_LETTER,
+                ..launch_event(&letter.launch)
+            };
+            Outgoing {
+                subject: letter.subject(prefix),
+                headers: event.headers(prefix, &letter.msg_id()),
+                body: letter.encode(),
+            }
         });
         self.publish(outgoing).await
+    }
+}
+
+/// The CloudEvents attributes of a launch message: its schedule, its key, its tick.
+fn launch_event(message: &LaunchMessage) -> Event<'_> {
+    Event {
+        kind: events::LAUNCH,
+        schedule_id: &message.schedule_id,
+        key: &message.idempotency_key,
+        time: &message.scheduled_for,
     }
 }
 

@@ -51,6 +51,8 @@ async fn publish_all(launcher: &NatsLauncher, key: &str) {
         attempt: 1,
         reason: None,
         workflow_id: "etl".into(),
+        schedule_id: "nightly".into(),
+        requested_at: "2026-03-09T07:00:05Z".into(),
     };
     let sent = launcher.cancel(&[cancel]).await;
     assert!(sent[0].is_ok(), "cancel: {:?}", sent[0]);

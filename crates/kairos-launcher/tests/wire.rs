@@ -86,6 +86,8 @@ fn a_cancel_message_validates_against_its_schema() {
             attempt: 2,
             reason: Some("cancelled by an operator".into()),
             workflow_id: "wf".into(),
+            schedule_id: "nightly".into(),
+            requested_at: "2026-03-09T07:00:00Z".into(),
         };
         let body: serde_json::Value = serde_json::from_slice(&cancel.encode()).expect("JSON");
         assert!(validator.is_valid(&body), "{body}");

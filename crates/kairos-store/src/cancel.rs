@@ -151,12 +151,16 @@ pub struct Unsent {
     pub idempotency_key: String,
     /// Its workflow (the subject's last token).
     pub workflow_id: String,
+    /// Its schedule.
+    pub schedule_id: String,
     /// The executor's run id, if it reported one.
     pub run_id: Option<String>,
     /// The attempt in progress.
     pub attempt: i32,
     /// Why it is cancelled.
     pub reason: Option<String>,
+    /// When the cancel was asked for.
+    pub cancel_requested_at: DateTime<Utc>,
 }
 
 /// Locks up to `limit` `CANCELLING` runs whose cancel message is not sent, oldest request
@@ -167,7 +171,8 @@ pub struct Unsent {
 /// [`crate::Error::Database`] when the query fails.
 pub async fn unsent(tx: &mut PgConnection, limit: i64) -> Result<Vec<Unsent>> {
     Ok(sqlx::query_as(
-        "select idempotency_key, workflow_id, run_id, attempt, reason from schedule_runs \
+        "select idempotency_key, workflow_id, schedule_id, run_id, attempt, reason, \
+           coalesce(cancel_requested_at, updated_at) as cancel_requested_at from schedule_runs \
          where status = 'CANCELLING' and cancel_sent_at is null \
          order by cancel_requested_at, idempotency_key limit $1 for update skip locked",
     )

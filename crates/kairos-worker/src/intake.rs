@@ -254,8 +254,12 @@ impl Intake {
         tx.commit().await?;
         if let (true, Some(dispatcher)) = (created, self.dispatcher.get()) {
             if let Err(err) = dispatcher.dispatch_now(&request.idempotency_key).await {
-                tracing::warn!(key = %request.idempotency_key, error = %crate::error_chain(&err),
-                    "started run not published yet; the dispatcher loop retries it");
+                tracing::warn!(
+                    key = %request.idempotency_key,
+                    trace_id = %crate::trace_of(&request.idempotency_key),
+                    error = %crate::error_chain(&err),
+                    "started run not published yet; the dispatcher loop retries it",
+                );
             }
         }
         let key_in_use = || Error::KeyInUse {
@@ -314,23 +318,42 @@ impl Intake {
         {
             dispositions[position] = match answer {
                 Ok(Applied::Moved(run)) => {
-                    tracing::debug!(key = %key, status = %run.status, "run status recorded");
+                    tracing::debug!(
+                        key = %key,
+                        trace_id = %crate::trace_of(&key),
+                        status = %run.status,
+                        "run status recorded",
+                    );
                     Disposition::Done
                 }
                 Ok(Applied::Unchanged(run)) => {
-                    tracing::debug!(key = %key, status = %run.status, reported = %reported,
-                        "status report does not move the run forward; ignored");
+                    tracing::debug!(
+                        key = %key,
+                        trace_id = %crate::trace_of(&key),
+                        status = %run.status,
+                        reported = %reported,
+                        "status report does not move the run forward; ignored",
+                    );
                     Disposition::Done
                 }
                 Ok(refused) => {
-                    tracing::warn!(key = %key, reported = %reported,
-                        executor_id = ?executor_id, why = %refusal(&refused),
-                        "status report refused; terminated");
+                    tracing::warn!(
+                        key = %key,
+                        trace_id = %crate::trace_of(&key),
+                        reported = %reported,
+                        executor_id = ?executor_id,
+                        why = %refusal(&refused),
+                        "status report refused; terminated",
+                    );
                     Disposition::Refuse
                 }
                 Err(err) => {
-                    tracing::warn!(key = %key, error = %crate::error_chain(&err),
-                        "status not recorded; will retry");
+                    tracing::warn!(
+                        key = %key,
+                        trace_id = %crate::trace_of(&key),
+                        error = %crate::error_chain(&err),
+                        "status not recorded; will retry",
+                    );
                     Disposition::Retry
                 }
             };
@@ -346,15 +369,21 @@ fn count(key: &str, status: Reported, applied: &Applied) {
         match run.status {
             RunStatus::Retrying if status == Reported::Failed => {
                 metrics::retried(1);
-                tracing::info!(key, attempt = run.attempt, next_at = %run.fire_at,
-                    "attempt failed; next attempt scheduled");
+                tracing::info!(
+                    key,
+                    trace_id = %crate::trace_of(key),
+                    attempt = run.attempt,
+                    next_at = %run.fire_at,
+                    "attempt failed; next attempt scheduled",
+                );
             }
             RunStatus::Failed if status == Reported::Failed && run.dead_lettered_at.is_some() => {
                 metrics::dead_lettered(1);
                 tracing::warn!(
                     key,
+                    trace_id = %crate::trace_of(key),
                     attempt = run.attempt,
-                    "last attempt failed; dead-lettered"
+                    "last attempt failed; dead-lettered",
                 );
             }
             _ => {}

@@ -19,3 +19,6 @@ mod wake;
 
 pub use error::{Error, Result};
 pub(crate) use kairos_core::error_chain;
+/// The trace id of the run with key `key`, for the `trace_id` field of its log lines: the
+/// trace its launch messages carry in `traceparent` (`kairos_core::trace`).
+pub(crate) use kairos_core::trace::trace_id as trace_of;

@@ -120,7 +120,11 @@ impl<L: RunLauncher> Sweeper<L> {
         let now = kairos_store::now(&self.pool, None).await?;
         let released = dispatch::release_queued(&self.pool, now).await?;
         for key in &released {
-            tracing::info!(key = %key, "queued run released (nothing holds its schedule)");
+            tracing::info!(
+                key = %key,
+                trace_id = %crate::trace_of(key),
+                "queued run released (nothing holds its schedule)",
+            );
         }
         Ok(released.len())
     }

@@ -71,11 +71,23 @@ pub(super) fn failed_early(outcomes: &[Outcome]) {
 pub(super) fn settled(run: &Claimed, outcome: &Outcome) {
     let reason = outcome.reason().unwrap_or_default();
     if matches!(outcome.settled(), Settled::Skipped { .. }) {
-        tracing::info!(key = %run.idempotency_key, schedule_id = %run.schedule_id,
-            run_at = %run.run_at, reason, "run skipped");
+        tracing::info!(
+            key = %run.idempotency_key,
+            trace_id = %crate::trace_of(&run.idempotency_key),
+            schedule_id = %run.schedule_id,
+            run_at = %run.run_at,
+            reason,
+            "run skipped",
+        );
     } else {
-        tracing::info!(key = %run.idempotency_key, schedule_id = %run.schedule_id,
-            run_at = %run.run_at, reason, "run queued");
+        tracing::info!(
+            key = %run.idempotency_key,
+            trace_id = %crate::trace_of(&run.idempotency_key),
+            schedule_id = %run.schedule_id,
+            run_at = %run.run_at,
+            reason,
+            "run queued",
+        );
     }
 }
 
@@ -85,11 +97,26 @@ pub(super) fn launched(runs: &[(&Claimed, bool)], outcomes: &[Outcome]) {
     let mut retry: Option<(usize, &str)> = None;
     for ((run, _), outcome) in runs.iter().zip(outcomes) {
         match outcome.settled() {
-            Settled::Enqueued { stream_seq, .. } => tracing::debug!(key = %run.idempotency_key,
-                schedule_id = %run.schedule_id, run_at = %run.run_at, fire_at = %run.fire_at,
-                stream_seq, "run emitted"),
-            Settled::Refused { error } => tracing::warn!(key = %run.idempotency_key,
-                schedule_id = %run.schedule_id, error, "launch failed permanently; run failed"),
+            Settled::Enqueued { stream_seq, .. } => {
+                tracing::debug!(
+                    key = %run.idempotency_key,
+                    trace_id = %crate::trace_of(&run.idempotency_key),
+                    schedule_id = %run.schedule_id,
+                    run_at = %run.run_at,
+                    fire_at = %run.fire_at,
+                    stream_seq,
+                    "run emitted",
+                )
+            }
+            Settled::Refused { error } => {
+                tracing::warn!(
+                    key = %run.idempotency_key,
+                    trace_id = %crate::trace_of(&run.idempotency_key),
+                    schedule_id = %run.schedule_id,
+                    error,
+                    "launch failed permanently; run failed",
+                )
+            }
             Settled::Retry { error } => {
                 let first = retry.map_or(error.as_str(), |(_, first)| first);
                 retry = Some((retry.map_or(0, |(n, _)| n) + 1, first));

@@ -51,8 +51,12 @@ pub(super) async fn restage(
     let mut withdrawn = 0;
     for mut run in behind {
         let Some(fire_at) = kept.get(&run.idempotency_key) else {
-            tracing::info!(key = %run.idempotency_key, schedule_id = %run.schedule_id,
-                "run withdrawn: its schedule changed while it was staged");
+            tracing::info!(
+                key = %run.idempotency_key,
+                trace_id = %crate::trace_of(&run.idempotency_key),
+                schedule_id = %run.schedule_id,
+                "run withdrawn: its schedule changed while it was staged",
+            );
             withdrawn += 1;
             continue;
         };

@@ -238,8 +238,13 @@ async fn cancel_others(
             run.idempotency_key
         );
         let done = kairos_store::cancel::request(tx, victim, &reason, None).await?;
-        tracing::info!(key = %victim, by = %run.idempotency_key, outcome = done.kind(),
-            "overlap cancel_other: cancel of the run in flight requested");
+        tracing::info!(
+            key = %victim,
+            trace_id = %crate::trace_of(victim),
+            by = %run.idempotency_key,
+            outcome = done.kind(),
+            "overlap cancel_other: cancel of the run in flight requested",
+        );
         asked += 1;
     }
     Ok(asked)

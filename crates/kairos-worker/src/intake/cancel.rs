@@ -25,11 +25,20 @@ impl Intake {
         let mut tx = Tx::begin(&self.pool).await?;
         let done = cancel::request(&mut tx, key, &reason, None).await?;
         tx.commit().await?;
-        tracing::info!(key, outcome = done.kind(), "cancel requested");
+        tracing::info!(
+            key,
+            trace_id = %crate::trace_of(key),
+            outcome = done.kind(),
+            "cancel requested",
+        );
         if let (Cancel::Cancelling(_), Some(dispatcher)) = (&done, self.dispatcher.get()) {
             if let Err(err) = dispatcher.send_cancels_now().await {
-                tracing::warn!(key, error = %crate::error_chain(&err),
-                    "cancel message not sent yet; the sweep re-sends it");
+                tracing::warn!(
+                    key,
+                    trace_id = %crate::trace_of(key),
+                    error = %crate::error_chain(&err),
+                    "cancel message not sent yet; the sweep re-sends it",
+                );
             }
         }
         Ok(done)

@@ -4,7 +4,7 @@
 //! while NATS is down goes out once it is back), and `CANCELLING` runs with no confirmation
 //! within `cancel_timeout` become `CANCELLED`.
 
-use kairos_launcher::{CancelMessage, RunLauncher};
+use kairos_launcher::{CancelMessage, LaunchMessage, RunLauncher};
 use kairos_store::{cancel, Tx};
 
 use kairos_store::PgPool;
@@ -36,6 +36,8 @@ pub(crate) async fn send_cancels(pool: &PgPool, launcher: &impl RunLauncher) -> 
             attempt: u32::try_from(run.attempt).unwrap_or(1),
             reason: run.reason.clone(),
             workflow_id: run.workflow_id.clone(),
+            schedule_id: run.schedule_id.clone(),
+            requested_at: LaunchMessage::timestamp(run.cancel_requested_at),
         })
         .collect();
     let acks = launcher.cancel(&messages).await;
@@ -48,7 +50,11 @@ pub(crate) async fn send_cancels(pool: &PgPool, launcher: &impl RunLauncher) -> 
     cancel::mark_sent(&mut tx, &sent, now).await?;
     tx.commit().await?;
     for key in &sent {
-        tracing::info!(key = %key, "cancel message sent to executors");
+        tracing::info!(
+            key = %key,
+            trace_id = %crate::trace_of(key),
+            "cancel message sent to executors",
+        );
     }
     Ok(sent.len())
 }
@@ -63,8 +69,12 @@ impl<L: RunLauncher> Sweeper<L> {
         let keys = cancel::time_out(&mut tx, now, timeout_s).await?;
         tx.commit().await?;
         for key in &keys {
-            tracing::warn!(key = %key, timeout_s,
-                "cancel not confirmed by the executor in time; run cancelled");
+            tracing::warn!(
+                key = %key,
+                trace_id = %crate::trace_of(key),
+                timeout_s,
+                "cancel not confirmed by the executor in time; run cancelled",
+            );
         }
         Ok(keys.len())
     }

@@ -74,11 +74,23 @@ impl<L: RunLauncher> Sweeper<L> {
                         let id = format!("{}:r{}", message.msg_id(), run.republished + 1);
                         lost.push((run, (message.clone(), id)));
                     }
-                    Err(err) => tracing::warn!(key = %key, error = %crate::error_chain(&err),
-                        "cannot tell whether a launch message is still stored; next sweep"),
+                    Err(err) => {
+                        tracing::warn!(
+                            key = %key,
+                            trace_id = %crate::trace_of(key),
+                            error = %crate::error_chain(&err),
+                            "cannot tell whether a launch message is still stored; next sweep",
+                        )
+                    }
                 },
-                Err(err) => tracing::warn!(key = %key, error = %crate::error_chain(&err),
-                    "re-publish failed; next sweep"),
+                Err(err) => {
+                    tracing::warn!(
+                        key = %key,
+                        trace_id = %crate::trace_of(key),
+                        error = %crate::error_chain(&err),
+                        "re-publish failed; next sweep",
+                    )
+                }
             }
         }
         if !lost.is_empty() {
@@ -86,14 +98,22 @@ impl<L: RunLauncher> Sweeper<L> {
             let acks = self.launcher.redeliver(&batch).await;
             for ((run, (_, id)), ack) in lost.iter().zip(acks) {
                 if let Ok(ack) = ack {
-                    tracing::warn!(key = %run.run.idempotency_key, msg_id = %id,
-                        "launch message lost by the stream; delivered again");
+                    tracing::warn!(
+                        key = %run.run.idempotency_key,
+                        trace_id = %crate::trace_of(&run.run.idempotency_key),
+                        msg_id = %id,
+                        "launch message lost by the stream; delivered again",
+                    );
                     sent.push((run.run.idempotency_key.clone(), ack.stream_sequence as i64));
                 }
             }
         }
         for (key, _) in &sent {
-            tracing::warn!(key = %key, "run not started within its start timeout; re-published");
+            tracing::warn!(
+                key = %key,
+                trace_id = %crate::trace_of(key),
+                "run not started within its start timeout; re-published",
+            );
         }
         Ok(sent)
     }
@@ -130,7 +150,11 @@ impl<L: RunLauncher> Sweeper<L> {
         metrics::retried(retried);
         metrics::dead_lettered(dead);
         for key in &keys {
-            tracing::warn!(key = %key, "run never started; attempt failed");
+            tracing::warn!(
+                key = %key,
+                trace_id = %crate::trace_of(key),
+                "run never started; attempt failed",
+            );
         }
         Ok(())
     }

@@ -31,13 +31,24 @@ impl<L: RunLauncher> Sweeper<L> {
             match at {
                 Some(at) => {
                     metrics::retried(1);
-                    tracing::warn!(key = %run.idempotency_key, attempt = run.attempt,
-                        reason = reason.as_str(), next_at = %at, "run timed out; next attempt scheduled");
+                    tracing::warn!(
+                        key = %run.idempotency_key,
+                        trace_id = %crate::trace_of(&run.idempotency_key),
+                        attempt = run.attempt,
+                        reason = reason.as_str(),
+                        next_at = %at,
+                        "run timed out; next attempt scheduled",
+                    );
                 }
                 None => {
                     metrics::dead_lettered(1);
-                    tracing::warn!(key = %run.idempotency_key, attempt = run.attempt,
-                        reason = reason.as_str(), "run timed out on its last attempt; dead-lettered");
+                    tracing::warn!(
+                        key = %run.idempotency_key,
+                        trace_id = %crate::trace_of(&run.idempotency_key),
+                        attempt = run.attempt,
+                        reason = reason.as_str(),
+                        "run timed out on its last attempt; dead-lettered",
+                    );
                 }
             }
         }
