@@ -66,6 +66,19 @@ async fn trigger_twice_with_one_request_id_is_one_run() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(again, first);
     assert_eq!(table_counts(&pool).await.1, 1);
+
+    // The same request id with other parameters is another request: refused, not answered
+    // with the first one's run.
+    let other = json!({ "request_id": "req-1", "overlap_policy": "allow" });
+    let uri = "/schedules/nightly-report/trigger";
+    let (status, _, problem) = call(&router, Method::POST, uri, Some(DEPLOYER), Some(other)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    let detail = problem["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains("req-1") && detail.contains("allow"),
+        "{detail}"
+    );
+    assert_eq!(table_counts(&pool).await.1, 1);
 }
 
 #[tokio::test]

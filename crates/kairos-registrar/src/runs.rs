@@ -91,10 +91,31 @@ impl Registrar {
         let Some(stored) = runs::get(&mut *tx, key.as_str()).await? else {
             return Err(Error::Conflict {
                 detail: format!(
-                    "the run of request_id {request_id:?} was deleted by history retention                      while this request read it; trigger with a new request_id"
+                    "the run of request_id {request_id:?} was deleted by history retention \
+                     while this request read it; trigger with a new request_id"
                 ),
             });
         };
+        // A request id names one request: the same id with other parameters is refused, not
+        // answered with the first request's run.
+        if !created {
+            let first = runs::overlap_override(&mut *tx, key.as_str())
+                .await?
+                .flatten();
+            if first != overlap {
+                let name = |policy: Option<OverlapPolicy>| {
+                    policy.map_or("the schedule's own", OverlapPolicy::as_str)
+                };
+                return Err(Error::Conflict {
+                    detail: format!(
+                        "request_id {request_id:?} was used before with overlap_policy {}, \
+                         not {}: a request with other parameters needs a new request_id",
+                        name(first),
+                        name(overlap)
+                    ),
+                });
+            }
+        }
         if created {
             wakeups::runs_due(&mut *tx).await?;
         }

@@ -78,6 +78,29 @@ pub async fn insert(db: impl PgExecutor<'_>, run: &NewRun, now: DateTime<Utc>) -
     Ok(done.rows_affected() == 1)
 }
 
+/// The overlap policy the run `key` was written with (`Some(None)`: its schedule's), or
+/// `None` when there is no such run.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails or the stored name is unknown.
+pub async fn overlap_override(
+    db: impl PgExecutor<'_>,
+    key: &str,
+) -> Result<Option<Option<OverlapPolicy>>> {
+    let stored: Option<Option<String>> = sqlx::query_scalar(
+        "select overlap_override from schedule_runs where idempotency_key = $1 limit 1",
+    )
+    .bind(key)
+    .fetch_optional(db)
+    .await?;
+    let decode = |name: String| {
+        OverlapPolicy::try_from(name).map_err(|err| sqlx::Error::Decode(Box::new(err)))
+    };
+    Ok(stored
+        .map(|name| name.map(decode).transpose())
+        .transpose()?)
+}
+
 /// Copies each schedule's priority onto its runs not yet published (`PENDING`, `RETRYING`,
 /// `QUEUED`), where it differs: the dispatcher's claim orders by the run's own copy. A run
 /// another transaction holds is skipped (a dispatcher round has claimed it already).
