@@ -28,8 +28,9 @@ pub fn preview(
     input: &PreviewInput,
     settings: &Settings,
 ) -> Result<Vec<DateTime<Utc>>, Vec<Problem>> {
+    let now = settings.pinned_now.unwrap_or_else(Utc::now);
     let (timetable, after, count) =
-        schedules::preview_timetable(settings, input, &rules::Calendars::new())
+        schedules::preview_timetable(settings, input, &rules::Calendars::new(), now)
             .map_err(|err| problems(Err(err)))?;
     Ok(timetable.ticks_after(after).take(count).collect())
 }

@@ -340,19 +340,10 @@ impl Registrar {
         Ok(RunPage::of(listed.await?, limit, |run| Some(run.run_at)))
     }
 
-    /// The fire times of a spec, nothing stored. "Now" is this instance's clock (or the
-    /// pinned one): a preview is advice, not a fire decision.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] naming every bad field.
-    pub fn preview(&self, input: &PreviewInput) -> Result<Vec<DateTime<Utc>>> {
-        let (timetable, after, count) =
-            preview_timetable(&self.settings, input, &rules::Calendars::new())?;
-        Ok(timetable.ticks_after(after).take(count).collect())
-    }
-
-    /// [`Registrar::preview`] with named calendars (read from the store) and what the
-    /// calendar rules did: excluded times and per-tick notes (rolled, DST rule applied).
+    /// The fire times of a spec after `after` (default: now on the database clock, as every
+    /// fire decision reads it), nothing stored, with named calendars (read from the store)
+    /// and what the calendar rules did: excluded times and per-tick notes (rolled, DST rule
+    /// applied).
     ///
     /// # Errors
     /// [`Error::Invalid`] naming every bad field (an unknown calendar, an exclusion that
@@ -361,8 +352,9 @@ impl Registrar {
         let names = input.rules.exclude_calendars.clone().unwrap_or_default();
         let mut tx = Tx::begin(&self.pool).await?;
         let calendars = rules::load(&mut tx, &names).await?;
+        let now = self.now(&mut tx).await?;
         tx.commit().await?;
-        let (timetable, after, count) = preview_timetable(&self.settings, input, &calendars)?;
+        let (timetable, after, count) = preview_timetable(&self.settings, input, &calendars, now)?;
         if let Some(problem) = rules::exclusion_problem(&timetable, after) {
             return Err(Error::Invalid(vec![problem]));
         }
@@ -390,11 +382,13 @@ impl Registrar {
     }
 }
 
-/// Checks a preview request (no IO) and builds its timetable with the calendars given.
+/// Checks a preview request (no IO) and builds its timetable with the calendars given,
+/// from `input.after` or else `now`.
 pub(crate) fn preview_timetable(
     settings: &Settings,
     input: &PreviewInput,
     calendars: &rules::Calendars,
+    now: DateTime<Utc>,
 ) -> Result<(Timetable, DateTime<Utc>, usize)> {
     let mut problems = Vec::new();
     let spec = input::within(
@@ -453,7 +447,7 @@ pub(crate) fn preview_timetable(
     let (Some(spec), Some(zone), true) = (spec, zone, problems.is_empty()) else {
         return Err(Error::Invalid(problems));
     };
-    let after = input.after.or(settings.pinned_now).unwrap_or_else(Utc::now);
+    let after = input.after.unwrap_or(now);
     let window = (input.start_at, input.end_at);
     let timetable = checked
         .with(spec, zone, after, window)
