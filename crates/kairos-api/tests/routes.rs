@@ -45,6 +45,25 @@ async fn seed_upsert_then_get_shows_five_preview_times() {
         (status, body["revision"].clone()),
         (StatusCode::OK, json!(1))
     );
+    // A window written with more digits than the database keeps (microseconds) is the
+    // same window the second time: the upsert changes nothing and keeps the revision.
+    let mut precise = seed_body();
+    precise["start_at"] = json!("2026-03-01T00:00:00.1234567Z");
+    for (answer, revision) in [(StatusCode::OK, 2), (StatusCode::OK, 2)] {
+        let (status, _, body) = call(
+            &api,
+            Method::POST,
+            "/schedules/upsert",
+            Some(DEPLOYER),
+            Some(precise.clone()),
+        )
+        .await;
+        assert_eq!(
+            (status, body["revision"].clone()),
+            (answer, json!(revision)),
+            "{body}"
+        );
+    }
     let (status, _, body) = call(
         &api,
         Method::GET,

@@ -421,8 +421,8 @@ pub(crate) fn check_sharing(
             user_id: input.user_id.clone(),
             spec,
             zone,
-            start_at: input.start_at,
-            end_at: input.end_at,
+            start_at: input.start_at.map(as_stored),
+            end_at: input.end_at.map(as_stored),
             jitter_ms: jitter.map_or(settings.default_jitter_ms, |j| narrow(j) as u32),
             overlap_policy: overlap.unwrap_or(settings.default_overlap),
             catchup_policy: catchup.unwrap_or(settings.default_catchup),
@@ -599,4 +599,11 @@ fn never_fires(timetable: &Timetable, now: DateTime<Utc>) -> Problem {
             rfc3339(now),
         ),
     )
+}
+
+/// An instant as the database keeps it: whole microseconds (the bound value is truncated to
+/// them), so a timestamp written with more digits compares equal to its stored self and an
+/// identical upsert changes nothing.
+fn as_stored(at: DateTime<Utc>) -> DateTime<Utc> {
+    chrono::SubsecRound::trunc_subsecs(at, 6)
 }
