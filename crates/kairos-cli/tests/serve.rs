@@ -24,6 +24,7 @@ fn serve_runs_every_role_and_stops_cleanly_on_sigterm() {
         let version = env!("CARGO_PKG_VERSION");
         if answer.contains(&format!("kairos_build_info{{version=\"{version}\"}} 1"))
             && answer.contains("\nkairos_outbox_pending 0\n")
+            && answer.contains("\nkairos_fire_drift_seconds_count 0\n")
         {
             break;
         }

@@ -330,6 +330,9 @@ pub const UNKNOWN_STATUS: &str = "unknown";
 /// first event (a counter the recorder has never seen is absent from `/metrics`). Call once
 /// after installing the recorder.
 pub fn zero() {
+    // A histogram registered without a sample is exported with count 0, so the drift panel
+    // and its alert have a series from the first scrape.
+    let _ = metrics::histogram!(FIRE_DRIFT);
     for name in [
         RUNS_PLANNED,
         RUNS_EMITTED,
