@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kairos_testkit::NatsServer;
-use support::Served;
+use support::{sha256_hex, Served};
 
 const DEPLOYER: &str = "client-deployer-secret";
 const EXECUTOR: &str = "client-executor-secret";
@@ -37,24 +37,6 @@ const STEP_LIMIT: Duration = Duration::from_secs(120);
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn sha256_hex(text: &str) -> String {
-    use std::io::Write;
-    let out = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(text.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("sha256sum");
-    String::from_utf8(out.stdout).expect("utf8")[..64].to_string()
 }
 
 /// `kairos serve` with every role a client's tour needs, and a token per role.

@@ -64,14 +64,7 @@ fn serve_starts_without_nats_and_publishes_once_it_is_up() {
     assert!(ready.contains(" 503 "), "{ready}");
     assert!(ready.contains("nats is not connected"), "{ready}");
 
-    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
-    let put = served.send("PUT", "/workflows/wf/versions/1", dag);
-    assert!(put.contains(" 201 ") || put.contains(" 200 "), "{put}");
-    let schedule = r#"{"schedule_id": "every-second", "workflow_id": "wf", "version": 1,
-        "user_id": "u", "cron_expr": "* * * * * *", "timezone": "UTC",
-        "overlap_policy": "allow"}"#;
-    let upsert = served.send("POST", "/schedules/upsert", schedule);
-    assert!(upsert.contains(" 201 "), "{upsert}");
+    deploy_every_second(&served);
     let runs = served.wait_for("/schedules/every-second/runs?status=PENDING", "\"PENDING\"");
     assert!(
         !runs.contains("ENQUEUED"),
@@ -121,6 +114,15 @@ fn serve_refuses_a_stream_another_deployment_owns() {
         "{said}"
     );
 
+    deploy_every_second(&served);
+    served.wait_for(
+        "/schedules/every-second/runs?status=ENQUEUED",
+        "\"ENQUEUED\"",
+    );
+}
+
+/// Deploys workflow `wf` and schedule `every-second` (`* * * * * *`, overlap allow).
+fn deploy_every_second(served: &Served) {
     let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
     let put = served.send("PUT", "/workflows/wf/versions/1", dag);
     assert!(put.contains(" 201 ") || put.contains(" 200 "), "{put}");
@@ -129,8 +131,4 @@ fn serve_refuses_a_stream_another_deployment_owns() {
         "overlap_policy": "allow"}"#;
     let upsert = served.send("POST", "/schedules/upsert", schedule);
     assert!(upsert.contains(" 201 "), "{upsert}");
-    served.wait_for(
-        "/schedules/every-second/runs?status=ENQUEUED",
-        "\"ENQUEUED\"",
-    );
 }

@@ -16,34 +16,15 @@ mod browser;
 mod support;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use browser::{browser, count, phone, screenshot, set_viewport, sign_in, wait_text, Driver, WAIT};
 use fantoccini::Locator;
 use serde_json::{json, Value};
-use support::Served;
+use support::{sha256_hex, Served};
 
 const DEPLOYER: &str = "ui-deployer-secret";
 const READER: &str = "ui-reader-secret";
-
-fn sha256_hex(text: &str) -> String {
-    let out = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(text.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("sha256sum");
-    String::from_utf8(out.stdout).expect("utf8")[..64].to_string()
-}
 
 /// The config file of the served instance: static tokens for a deployer and a reader.
 fn tokens_config(dir: &tempfile::TempDir) -> PathBuf {

@@ -57,12 +57,7 @@ fn defaults_load_without_any_file_or_env() {
         assert_eq!(config.nats.stream, None);
         let launcher = config.nats.launcher();
         assert_eq!(
-            [
-                &launcher.stream,
-                &launcher.status_stream,
-                &launcher.dlq_stream,
-                &launcher.cancel_stream
-            ],
+            streams(&launcher),
             [
                 "KAIROS_LAUNCH",
                 "KAIROS_STATUS",
@@ -476,12 +471,7 @@ fn stream_prefix_names_every_stream_and_stream_overrides_the_launch_stream() {
         .expect("load");
         let launcher = config.nats.launcher();
         assert_eq!(
-            [
-                &launcher.stream,
-                &launcher.status_stream,
-                &launcher.dlq_stream,
-                &launcher.cancel_stream
-            ],
+            streams(&launcher),
             [
                 "TEAM_A_LAUNCH",
                 "TEAM_A_STATUS",
@@ -499,4 +489,14 @@ fn stream_prefix_names_every_stream_and_stream_overrides_the_launch_stream() {
         assert_eq!(launcher.stream, "LAUNCHES");
         assert_eq!(launcher.dlq_stream, "TEAM_A_DLQ");
     });
+}
+
+/// The launch, status, dead-letter and cancel stream names, in that order.
+fn streams(launcher: &kairos_launcher::NatsConfig) -> [&str; 4] {
+    [
+        &launcher.stream,
+        &launcher.status_stream,
+        &launcher.dlq_stream,
+        &launcher.cancel_stream,
+    ]
 }

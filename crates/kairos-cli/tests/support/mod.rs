@@ -157,3 +157,22 @@ impl Drop for Served {
             .status();
     }
 }
+
+/// The sha256 of `text` as 64 hex digits (a static token's `sha256` in config), computed by
+/// `sha256sum`.
+pub fn sha256_hex(text: &str) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8(out.stdout).expect("utf8")[..64].to_string()
+}
