@@ -13,7 +13,8 @@ use serde_json::Value;
 use crate::body_timeout::BodyTimeout;
 use crate::error::ApiError;
 
-/// Parses a JSON body, mapping an over-limit body to 413 and a late one to 408.
+/// Parses a JSON body, mapping an over-limit body to 413 and a late one to 408; a key
+/// repeated in one object is a 400 naming it.
 pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
     let bytes = body.map_err(|rejection| {
         if let Some(timeout) = BodyTimeout::in_chain(&rejection) {
@@ -24,12 +25,17 @@ pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<
             _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
         }
     })?;
-    serde_json::from_slice(&bytes).map_err(|err| {
+    let value = serde_json::from_slice(&bytes).map_err(|err| {
         ApiError::BadRequest(vec![Problem::new(
             "body",
             format!("is not valid JSON: {err}"),
         )])
-    })
+    })?;
+    if let Some(field) = crate::strict::repeated_json_key(&bytes) {
+        let rule = "is given more than once in one object (JSON keys must be unique)";
+        return Err(ApiError::BadRequest(vec![Problem::new(field, rule)]));
+    }
+    Ok(value)
 }
 
 /// Longest text query parameter, in characters: the id limit.

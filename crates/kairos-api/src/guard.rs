@@ -156,6 +156,14 @@ fn refusal(guard: &Guard, request: &Request) -> Option<ApiError> {
     if declared.is_some_and(|length| length > guard.max_body_bytes as u64) {
         return Some(ApiError::TooLarge(guard.max_body_bytes));
     }
+    if let Some(name) = request
+        .uri()
+        .query()
+        .and_then(crate::strict::repeated_query_parameter)
+    {
+        let rule = "is given more than once (each query parameter at most once)";
+        return Some(ApiError::BadRequest(vec![Problem::new(name, rule)]));
+    }
     let has_body = request.body().size_hint().exact() != Some(0);
     if has_body && !is_json(headers) {
         let received = headers.get(header::CONTENT_TYPE).map(|kind| {

@@ -24,6 +24,7 @@ mod runs;
 mod schedules;
 mod serve;
 mod status;
+mod strict;
 mod ui;
 mod wire;
 mod workflows;

@@ -586,3 +586,48 @@ fn every_fixed_path_under_schedules_is_a_reserved_schedule_id() {
         }
     }
 }
+
+/// A JSON key given twice in one object, or a query parameter given twice, is a 400 naming
+/// it, never "the last one wins"; nothing is stored.
+#[tokio::test]
+async fn a_key_or_parameter_given_twice_is_refused_by_name() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), "2026-03-09T12:00:00Z");
+    let body = br#"{"workflow_id": "wf", "version": 1, "user_id": "u", "cron_expr": "* * * * *",
+        "timezone": "UTC", "cron_expr": "0 0 * * *"}"#;
+    let (status, _, problem) = call_raw(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        body.to_vec(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "cron_expr", "{problem}");
+    let deploy = br#"{"dag": {"nodes": [{"id": "a"}]},
+        "schedules": [{"user_id": "u", "cron_expr": "* * * * *", "timezone": "UTC",
+                       "timezone": "Europe/Paris"}]}"#;
+    let (status, _, problem) = call_raw(
+        &api,
+        Method::PUT,
+        "/workflows/wf/versions/1",
+        Some(DEPLOYER),
+        deploy.to_vec(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "schedules[0].timezone");
+    let (status, _, problem) = call(
+        &api,
+        Method::GET,
+        "/schedules?limit=1&limit=1000",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "limit");
+    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+}

@@ -233,8 +233,9 @@ async fn every_body_reads_exactly_the_fields_its_schema_declares() {
     assert!(checked >= 14, "only {checked} bodies checked");
 }
 
-/// A request from a foreign `Host`, a body that is not JSON, a body over the limit, and a
-/// reserved word where an identifier goes: each answer's status is declared for that route.
+/// A repeated query parameter, a request from a foreign `Host`, a body that is not JSON, a
+/// body over the limit, and a reserved word where an identifier goes: each answer's status
+/// is declared for that route.
 #[tokio::test]
 async fn every_status_the_guard_answers_is_declared() {
     let db = TestDb::new().await;
@@ -261,6 +262,20 @@ async fn every_status_the_guard_answers_is_declared() {
             let request = request.body(Body::from(body)).expect("request");
             status_of(&app, request)
         };
+        let twice = format!("{path}?zz_probe=1&zz_probe=2");
+        let repeated = send("127.0.0.1:8080", "application/json", b"{}".to_vec(), twice);
+        assert_eq!(
+            repeated.await,
+            StatusCode::BAD_REQUEST,
+            "{} {path}",
+            route.method
+        );
+        assert!(
+            declared(&doc, &route.method, route.path, StatusCode::BAD_REQUEST),
+            "{} {}: 400 (a repeated query parameter) is not declared",
+            route.method,
+            route.path
+        );
         let foreign = send(
             "evil.example",
             "application/json",
