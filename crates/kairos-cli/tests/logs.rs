@@ -119,14 +119,16 @@ fn pretty_lines_in_a_file_carry_no_colour() {
 }
 
 /// A run's log lines carry its trace id: the trace its launch message names in
-/// `traceparent` (the first 32 hex digits of the run's key).
+/// `traceparent` (the first 32 hex digits of the run's key). A status report sent with a
+/// `traceparent` header is logged with the trace it names beside the run's.
 #[test]
 fn a_runs_log_lines_carry_its_trace_id() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("serve.log");
     let file = std::fs::File::create(&path).expect("log file");
     let level = [("KAIROS_LOG__LEVEL", "kairos_worker=debug,info")];
-    let served = Served::start_logging("api,planner,dispatcher", "logs_trace", &file, &level);
+    let roles = "api,planner,dispatcher,status";
+    let served = Served::start_logging(roles, "logs_trace", &file, &level);
     let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
     let put = served.send("PUT", "/workflows/wf/versions/1", dag);
     assert!(put.contains(" 201 "), "{put}");
@@ -153,4 +155,28 @@ fn a_runs_log_lines_carry_its_trace_id() {
         .find(|line| line["key"] == key.as_str() && line["message"] == "run emitted")
         .expect("the run's launch line");
     assert_eq!(emitted["trace_id"], &key[..32], "{emitted}");
+
+    // The executor reports STARTED in its own span of the run's trace.
+    let parent = format!("00-{}-00f067aa0ba902b7-01", &key[..32]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = async_nats::connect(served.nats.url()).await.expect("nats");
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("traceparent", parent.as_str());
+        let body = serde_json::json!({"idempotency_key": key, "status": "STARTED",
+            "executor_id": "e-1"});
+        let subject = format!("kairos.status.{key}");
+        let jetstream = async_nats::jetstream::new(client);
+        let payload = body.to_string().into();
+        let ack = jetstream.publish_with_headers(subject, headers, payload);
+        ack.await.expect("publish").await.expect("stored");
+    });
+    let text = lines_when(&path, |text| text.contains("run status recorded"));
+    let recorded: Value = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["key"] == key.as_str() && line["message"] == "run status recorded")
+        .expect("the report's line");
+    assert_eq!(recorded["trace_id"], &key[..32], "{recorded}");
+    assert_eq!(recorded["report_trace_id"], &key[..32], "{recorded}");
 }

@@ -35,6 +35,9 @@ pub struct StatusMessage {
     pub key: String,
     /// The body.
     pub payload: Vec<u8>,
+    /// Its W3C `traceparent` header, when the executor sent one (the report's place in a
+    /// trace; see `kairos_core::trace`).
+    pub traceparent: Option<String>,
 }
 
 /// What the handler made of a message.
@@ -197,6 +200,11 @@ impl StatusConsumer {
                         .to_string(),
                     subject,
                     payload: message.payload.to_vec(),
+                    traceparent: message
+                        .headers
+                        .as_ref()
+                        .and_then(|headers| headers.get("traceparent"))
+                        .map(|value| value.as_str().to_string()),
                 }
             })
             .collect();

@@ -316,11 +316,19 @@ impl Intake {
         for ((position, (key, reported, executor_id)), answer) in
             positions.into_iter().zip(reports).zip(answers)
         {
+            // The trace the executor reported in (its `traceparent`), beside the run's own:
+            // the same id when it continued the launch message's trace.
+            let report_trace = messages[position]
+                .traceparent
+                .as_deref()
+                .and_then(kairos_core::trace::trace_id_of)
+                .unwrap_or("-");
             dispositions[position] = match answer {
                 Ok(Applied::Moved(run)) => {
                     tracing::debug!(
                         key = %key,
                         trace_id = %crate::trace_of(&key),
+                        report_trace_id = report_trace,
                         status = %run.status,
                         "run status recorded",
                     );
@@ -330,6 +338,7 @@ impl Intake {
                     tracing::debug!(
                         key = %key,
                         trace_id = %crate::trace_of(&key),
+                        report_trace_id = report_trace,
                         status = %run.status,
                         reported = %reported,
                         "status report does not move the run forward; ignored",

@@ -31,6 +31,7 @@ fn event(key: &str, status: &str) -> StatusMessage {
         subject: format!("kairos.status.{key}"),
         key: key.to_string(),
         payload: body.to_string().into_bytes(),
+        traceparent: None,
     }
 }
 
