@@ -54,7 +54,11 @@ fn a_log_in_a_file_is_json_lines_with_request_ids() {
     let file = std::fs::File::create(&path).expect("log file");
     let served = Served::start_logging("api,planner", "logs_json", &file, &[]);
 
-    let kept = get(served.port, "/schedules", "X-Request-Id: deploy-42\r\n");
+    let kept = get(
+        served.port,
+        "/schedules",
+        "X-Request-Id: deploy-42\r\ntraceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n",
+    );
     assert!(kept.contains(" 200 "), "{kept}");
     assert_eq!(header(&kept, "x-request-id"), Some("deploy-42"));
     let refused = get(
@@ -86,6 +90,10 @@ fn a_log_in_a_file_is_json_lines_with_request_ids() {
         .find(|line| line["message"] == "request" && line["span"]["request_id"] == "deploy-42")
         .expect("the access line of deploy-42");
     assert_eq!(access["method"], "GET");
+    assert_eq!(
+        access["span"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736",
+        "the caller's trace"
+    );
     assert_eq!(access["route"], "/schedules");
     assert_eq!(access["status"], 200);
     assert!(access["duration_ms"].as_f64().is_some(), "{access}");
