@@ -2,11 +2,19 @@
 """A minimal kairos executor in Python, written only from kairos's schemas/.
 
 It pulls launch messages (schemas/launch.schema.json) from the KAIROS_LAUNCH stream with a
-durable consumer, reports STARTED, runs the DAG's nodes (schemas/dag.schema.json) in
-dependency order while reporting HEARTBEAT every --heartbeat-every seconds, reports SUCCESS
-or FAILED (schemas/status.schema.json), then acknowledges. Every report echoes the launch
-message's attempt. Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on
-the NATS subject <prefix>.status.<idempotency_key>.
+durable consumer and works on up to --concurrency of them at once, each in its own asyncio
+task: it reports STARTED, runs the DAG's nodes (schemas/dag.schema.json) in dependency order
+while reporting HEARTBEAT every --heartbeat-every seconds, reports SUCCESS or FAILED
+(schemas/status.schema.json), then acknowledges the message. While a run works, the message
+gets an in-progress ack every third of the consumer's ack wait, so JetStream does not
+redeliver it to run it a second time. Every report echoes the launch message's attempt.
+Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on the NATS subject
+<prefix>.status.<idempotency_key>.
+
+Over HTTP kairos answers STARTED: a 409 (another executor owns the run) or a run that is not
+this attempt in STARTED (it already finished, say) means the run is not executed. Over NATS
+there is no answer to read: the first executor to report STARTED owns the run at kairos, and
+a later one's reports change nothing.
 
 Cancel requests (schemas/cancel.schema.json) arrive on <prefix>.cancel.<workflow_id>; the
 executor listens to <prefix>.cancel.> with a plain subscription, stops the run the request
@@ -32,6 +40,11 @@ import urllib.request
 
 import nats
 import nats.errors
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+
+def log(text, error=False):
+    print(f"executor: {text}", file=sys.stderr if error else sys.stdout, flush=True)
 
 
 def dependency_order(dag):
@@ -48,26 +61,34 @@ def dependency_order(dag):
     return order
 
 
+def post(url, token, body):
+    """POSTs one status; returns kairos's answer (the run), or None for a 409."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json",
+                 **({"authorization": f"Bearer {token}"} if token else {})},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as err:
+        if err.code == 409:
+            return None
+        raise
+
+
 async def report(args, js, key, body):
-    """Sends one status; returns False when another executor owns the run (HTTP 409)."""
+    """Sends one status. Over HTTP returns the run as kairos has it after the report, or None
+    when kairos refused it (409: another executor owns the run, or it takes no report now).
+    Over NATS there is no answer: returns {}."""
     if args.kairos_url:
-        request = urllib.request.Request(
-            f"{args.kairos_url}/runs/{key}/status",
-            data=json.dumps(body).encode(),
-            headers={"content-type": "application/json",
-                     **({"authorization": f"Bearer {args.token}"} if args.token else {})},
-            method="POST",
-        )
-        try:
-            await asyncio.to_thread(urllib.request.urlopen, request, timeout=10)
-        except urllib.error.HTTPError as err:
-            if err.code == 409:
-                return False
-            raise
-        return True
+        return await asyncio.to_thread(post, f"{args.kairos_url}/runs/{key}/status",
+                                       args.token, body)
     await js.publish(f"{args.subject_prefix}.status.{key}",
                      json.dumps({**body, "idempotency_key": key}).encode())
-    return True
+    return {}
 
 
 class NodeFailed(Exception):
@@ -99,24 +120,21 @@ async def run_nodes(launch):
         raise NodeFailed(str(err), retryable=False) from err
     for node_id in order:
         node = next(n for n in launch["dag"]["nodes"] if n["id"] == node_id)
-        print(f"executor: {launch['workflow_id']} {launch['scheduled_for']} "
-              f"attempt {attempt} node {node_id}")
+        log(f"{launch['workflow_id']} {launch['scheduled_for']} attempt {attempt} "
+            f"node {node_id}")
         await asyncio.sleep(node.get("sleep_ms", 0) / 1000)
         run_node_checks(node_id, node, attempt)
 
 
-async def heartbeats(args, js, key, attempt):
-    """Reports HEARTBEAT every --heartbeat-every seconds until cancelled. A lost one is only
-    logged: if none gets through, kairos times the attempt out, which is their purpose."""
+async def every(seconds, action, what):
+    """Calls action() every `seconds` until cancelled. A failure is only logged: the next
+    call may get through."""
     while True:
-        await asyncio.sleep(args.heartbeat_every)
-        body = {"status": "HEARTBEAT", "executor_id": args.executor_id, "attempt": attempt}
+        await asyncio.sleep(seconds)
         try:
-            if not await report(args, js, key, body):
-                print(f"executor: kairos refused a heartbeat for {key} (attempt {attempt})",
-                      file=sys.stderr)
+            await action()
         except Exception as err:  # noqa: BLE001 - any transport failure; keep working
-            print(f"executor: could not report a heartbeat for {key}: {err}", file=sys.stderr)
+            log(f"could not {what}: {err}", error=True)
 
 
 class Cancels:
@@ -142,26 +160,46 @@ class Cancels:
     async def on_message(self, message):
         try:
             request = json.loads(message.data)
-            print(f"executor: cancel of {request['idempotency_key']} attempt "
-                  f"{request['attempt']} ({request.get('reason') or 'no reason'})")
+            log(f"cancel of {request['idempotency_key']} attempt {request['attempt']} "
+                f"({request.get('reason') or 'no reason'})")
             self.hear(request)
         except (TypeError, ValueError, KeyError):
-            print("executor: not a cancel request; ignored", file=sys.stderr)
+            log("not a cancel request; ignored", error=True)
 
 
 async def handle(args, js, launch, cancels):
+    """Runs one launch. Returns True when its message may be acknowledged (the run ended, or
+    it is not this executor's to run), False to leave it for redelivery."""
     key, attempt = launch["idempotency_key"], launch["attempt"]
     body = {"status": "SUCCESS", "executor_id": args.executor_id, "attempt": attempt}
     if (key, attempt) in cancels.heard:
-        print(f"executor: {key} was cancelled before it started; not running it")
+        log(f"{key} was cancelled before it started; not running it")
         cancels.heard.pop((key, attempt), None)
         await report(args, js, key, {**body, "status": "CANCELLED"})
-        return
-    started = {"status": "STARTED", "executor_id": args.executor_id, "attempt": attempt}
-    if not await report(args, js, key, started):
-        print(f"executor: {key} is owned by another executor; not running it")
-        return
-    beating = asyncio.create_task(heartbeats(args, js, key, attempt))
+        return True
+    try:
+        answer = await report(args, js, key, {**body, "status": "STARTED"})
+    except Exception as err:  # noqa: BLE001 - without STARTED on record we cannot claim it
+        log(f"could not report STARTED for {key}: {err}; left for redelivery", error=True)
+        return False
+    if answer is None:
+        log(f"{key} is owned by another executor; not running it")
+        return True
+    if answer and (answer.get("status"), answer.get("attempt")) != ("STARTED", attempt):
+        log(f"{key} is {answer.get('status')} at attempt {answer.get('attempt')}; "
+            f"not running attempt {attempt}")
+        if (answer.get("status"), answer.get("attempt")) == ("CANCELLING", attempt):
+            await report(args, js, key, {**body, "status": "CANCELLED"})
+        return True
+
+    async def heartbeat():
+        if await report(args, js, key, {**body, "status": "HEARTBEAT"}) is None:
+            log(f"kairos refused a heartbeat for {key} (attempt {attempt})", error=True)
+
+    # A lost heartbeat is only logged: if none gets through, kairos times the attempt out,
+    # which is what heartbeats are for.
+    beating = asyncio.create_task(every(args.heartbeat_every, heartbeat,
+                                        f"report a heartbeat for {key}"))
     work = asyncio.create_task(run_nodes(launch))
     cancels.running[(key, attempt)] = work
     try:
@@ -169,7 +207,7 @@ async def handle(args, js, launch, cancels):
     except asyncio.CancelledError:
         if (key, attempt) not in cancels.heard:
             raise  # this executor is shutting down, not a cancel request
-        print(f"executor: {key} attempt {attempt} stopped by a cancel")
+        log(f"{key} attempt {attempt} stopped by a cancel")
         body["status"] = "CANCELLED"
     except NodeFailed as err:
         body.update(status="FAILED", error=str(err))
@@ -184,13 +222,43 @@ async def handle(args, js, launch, cancels):
         with contextlib.suppress(asyncio.CancelledError):
             await beating
     await report(args, js, key, body)
+    return True
 
 
-def positive_seconds(text):
-    seconds = float(text)
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError("must be above 0")
-    return seconds
+async def take(args, js, message, cancels, progress_every):
+    """One launch message, from delivery to acknowledgement. While its run works the message
+    gets an in-progress ack every progress_every seconds: each restarts the consumer's ack
+    wait, so JetStream does not redeliver a message whose run takes longer than that."""
+    try:
+        launch = json.loads(message.data)
+        if not all(field in launch for field in ("idempotency_key", "attempt", "dag")):
+            raise ValueError("a launch message field is missing")
+    except (TypeError, ValueError):
+        log("not a launch message; terminating it", error=True)
+        await message.term()
+        return
+    progress = asyncio.create_task(every(progress_every, message.in_progress,
+                                         "send an in-progress ack"))
+    try:
+        done = await handle(args, js, launch, cancels)
+    except Exception as err:  # noqa: BLE001 - a lost final report: kairos times the run out
+        log(f"could not report the end of {launch['idempotency_key']}: {err}", error=True)
+        done = True
+    finally:
+        progress.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await progress
+    if done:
+        await message.ack()
+
+
+def positive(kind):
+    def parse(text):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError("must be above 0")
+        return value
+    return parse
 
 
 async def main():
@@ -202,9 +270,18 @@ async def main():
     parser.add_argument("--executor-id", default="python-executor-1")
     parser.add_argument("--kairos-url", help="report status over HTTP to this kairos")
     parser.add_argument("--token", help="bearer token (role executor) for HTTP reports")
-    parser.add_argument("--heartbeat-every", type=positive_seconds, default=10.0,
+    parser.add_argument("--concurrency", type=positive(int), default=4,
+                        help="runs worked on at once (default 4)")
+    parser.add_argument("--heartbeat-every", type=positive(float), default=10.0,
                         help="seconds between HEARTBEAT reports while a run works")
-    parser.add_argument("--max-runs", type=int, default=0, help="exit after N runs (0: never)")
+    parser.add_argument("--ack-wait-s", type=positive(float), default=30.0,
+                        help="the durable's ack wait, set when this executor creates it "
+                             "(default 30)")
+    parser.add_argument("--deliver-policy", choices=["new", "all"], default="new",
+                        help="where a durable this executor creates starts: new (launches "
+                             "published from now on, the default) or all (the whole stream)")
+    parser.add_argument("--max-runs", type=int, default=0,
+                        help="exit after taking N launch messages (0: never)")
     args = parser.parse_args()
 
     nc = await nats.connect(args.nats_url)
@@ -212,28 +289,34 @@ async def main():
     cancels = Cancels()
     await nc.subscribe(f"{args.subject_prefix}.cancel.>", cb=cancels.on_message)
     await nc.flush()
+    # The config applies only when the durable does not exist yet; an existing one keeps
+    # its own, so the in-progress interval comes from the consumer as it is.
+    config = ConsumerConfig(deliver_policy=DeliverPolicy(args.deliver_policy),
+                            ack_wait=args.ack_wait_s)
     sub = await js.pull_subscribe(f"{args.subject_prefix}.launch.>", durable=args.durable,
-                                  stream=args.stream)
-    handled = 0
-    while args.max_runs == 0 or handled < args.max_runs:
+                                  stream=args.stream, config=config)
+    info = await sub.consumer_info()
+    log(f"durable {args.durable}: deliver policy {info.config.deliver_policy}, "
+        f"ack wait {info.config.ack_wait} s, {args.concurrency} runs at once")
+
+    # A message is fetched only when a slot is free, so none waits here, unworked, while
+    # its ack wait runs out.
+    slots = asyncio.Semaphore(args.concurrency)
+    working = set()
+    taken = 0
+    while args.max_runs == 0 or taken < args.max_runs:
+        await slots.acquire()
         try:
-            messages = await sub.fetch(10, timeout=1)
-        # nats-py raises its own TimeoutError, or asyncio's when a fetch of several messages
-        # runs out of time between two of them: both mean "nothing more right now".
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            [message] = await sub.fetch(1, timeout=1)
+        except (nats.errors.TimeoutError, asyncio.TimeoutError):  # nothing to take now
+            slots.release()
             continue
-        for message in messages:
-            try:
-                launch = json.loads(message.data)
-                if not all(field in launch for field in ("idempotency_key", "attempt", "dag")):
-                    raise ValueError("a launch message field is missing")
-            except (TypeError, ValueError):
-                print("executor: not a launch message; terminating it", file=sys.stderr)
-                await message.term()
-                continue
-            await handle(args, js, launch, cancels)
-            await message.ack()
-            handled += 1
+        taken += 1
+        task = asyncio.create_task(take(args, js, message, cancels, info.config.ack_wait / 3))
+        working.add(task)
+        task.add_done_callback(working.discard)
+        task.add_done_callback(lambda _: slots.release())
+    await asyncio.gather(*working)
     await nc.drain()
 
 

@@ -338,6 +338,9 @@ fn python(kairos: &Kairos, executor_id: &str, heartbeat_every: Duration) -> Chil
             "--heartbeat-every",
             &heartbeat_every.as_secs_f64().to_string(),
         ])
+        // The scenarios store a due run before they start the executor, so its launch may
+        // be in the stream before the executor's durable exists: take the whole stream.
+        .args(["--deliver-policy", "all"])
         .spawn()
         .expect("python3 must be installed")
 }
