@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::body_timeout::BodyTimeout;
 use crate::error::ApiError;
+use crate::strict::JsonError;
 
 /// Parses a JSON body, mapping an over-limit body to 413 and a late one to 408; a key
 /// repeated in one object is a 400 naming it.
@@ -25,17 +26,16 @@ pub(crate) fn json(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<
             _ => ApiError::BadRequest(vec![Problem::new("body", rejection.body_text())]),
         }
     })?;
-    let value = serde_json::from_slice(&bytes).map_err(|err| {
-        ApiError::BadRequest(vec![Problem::new(
-            "body",
-            format!("is not valid JSON: {err}"),
-        )])
-    })?;
-    if let Some(field) = crate::strict::repeated_json_key(&bytes) {
-        let rule = "is given more than once in one object (JSON keys must be unique)";
-        return Err(ApiError::BadRequest(vec![Problem::new(field, rule)]));
-    }
-    Ok(value)
+    crate::strict::parse_json(&bytes).map_err(|err| {
+        let problem = match err {
+            JsonError::Syntax(err) => Problem::new("body", format!("is not valid JSON: {err}")),
+            JsonError::Repeated(field) => Problem::new(
+                field,
+                "is given more than once in one object (JSON keys must be unique)",
+            ),
+        };
+        ApiError::BadRequest(vec![problem])
+    })
 }
 
 /// Longest text query parameter, in characters: the id limit.
