@@ -5,27 +5,13 @@
 use std::collections::BTreeMap;
 
 use kairos_launcher::events::{CANCEL, DEAD_LETTER, LAUNCH};
-use kairos_launcher::{
-    CancelMessage, DeadLetter, LaunchMessage, NatsConfig, NatsLauncher, RunLauncher, Source,
-};
+use kairos_launcher::{CancelMessage, DeadLetter, NatsConfig, NatsLauncher, RunLauncher};
 use kairos_testkit::NatsServer;
+use support::message;
+
+mod support;
 
 const KEY: &str = "3f0a9c4e1b7d2a6f8e5c0b9a7d6e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e";
-
-fn message(attempt: u32) -> LaunchMessage {
-    LaunchMessage {
-        idempotency_key: KEY.into(),
-        schedule_id: "nightly".into(),
-        workflow_id: "etl".into(),
-        version: 3,
-        user_id: "u1".into(),
-        scheduled_for: "2026-03-09T07:00:00Z".into(),
-        fire_at: "2026-03-09T07:00:00.250Z".into(),
-        source: Source::Schedule,
-        attempt,
-        dag: std::sync::Arc::new(serde_json::json!({"nodes": [{"id": "a"}]})),
-    }
-}
 
 /// The headers (first value of each) and body of the message at `sequence` in `stream`.
 async fn stored(
@@ -86,14 +72,14 @@ async fn launch_dead_letter_and_cancel_messages_are_cloud_events_of_the_runs_tra
     let launcher = NatsLauncher::connect(NatsConfig::new(server.url()))
         .await
         .expect("connect");
-    let sent = launcher.launch(&[message(1), message(2)]).await;
+    let sent = launcher.launch(&[message(KEY, 1), message(KEY, 2)]).await;
     assert!(sent.iter().all(Result::is_ok), "{sent:?}");
     let again = launcher
-        .redeliver(&[(message(2), format!("{KEY}:2:r1"))])
+        .redeliver(&[(message(KEY, 2), format!("{KEY}:2:r1"))])
         .await;
     assert!(again[0].is_ok(), "{again:?}");
     let letter = DeadLetter {
-        launch: message(2),
+        launch: message(KEY, 2),
         attempts: 2,
         last_error: Some("boom".into()),
     };
@@ -136,6 +122,6 @@ async fn launch_dead_letter_and_cancel_messages_are_cloud_events_of_the_runs_tra
     assert!(body.get("schedule_id").is_none(), "the body is unchanged");
 
     // The same message id again is still one message (the header does not change dedup).
-    let repeat = launcher.launch(&[message(1)]).await;
+    let repeat = launcher.launch(&[message(KEY, 1)]).await;
     assert!(repeat[0].as_ref().is_ok_and(|enqueued| enqueued.duplicate));
 }

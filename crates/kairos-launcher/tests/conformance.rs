@@ -3,25 +3,11 @@
 
 use std::time::Duration;
 
-use kairos_launcher::{
-    Error, InMemoryLauncher, LaunchMessage, NatsConfig, NatsLauncher, RunLauncher, Source,
-};
+use kairos_launcher::{Error, InMemoryLauncher, NatsConfig, NatsLauncher, RunLauncher};
 use kairos_testkit::NatsServer;
+use support::message;
 
-fn message(key: &str, attempt: u32) -> LaunchMessage {
-    LaunchMessage {
-        idempotency_key: key.to_string(),
-        schedule_id: "nightly".into(),
-        workflow_id: "etl".into(),
-        version: 3,
-        user_id: "u1".into(),
-        scheduled_for: "2026-03-09T07:00:00Z".into(),
-        fire_at: "2026-03-09T07:00:00.250Z".into(),
-        source: Source::Schedule,
-        attempt,
-        dag: std::sync::Arc::new(serde_json::json!({"nodes": [{"id": "a"}]})),
-    }
-}
+mod support;
 
 /// The contract, written once. `stored` reports how many messages the queue holds.
 async fn conformance<L: RunLauncher>(launcher: &L, stored: impl AsyncFn() -> u64) {

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use kairos_launcher::status::{read_stream, StatusConsumer};
 use kairos_launcher::{
-    CancelMessage, DeadLetter, Error, LaunchMessage, NatsConfig, NatsLauncher, Retention,
-    RunLauncher, Source,
+    CancelMessage, DeadLetter, Error, NatsConfig, NatsLauncher, Retention, RunLauncher,
 };
 use kairos_testkit::NatsServer;
+use support::message;
+
+mod support;
 
 fn deployment(url: String, stream_prefix: &str, subject_prefix: &str) -> NatsConfig {
     let mut config = NatsConfig::new(url);
@@ -19,27 +21,12 @@ fn deployment(url: String, stream_prefix: &str, subject_prefix: &str) -> NatsCon
     config
 }
 
-fn message(key: &str) -> LaunchMessage {
-    LaunchMessage {
-        idempotency_key: key.to_string(),
-        schedule_id: "nightly".into(),
-        workflow_id: "etl".into(),
-        version: 1,
-        user_id: "u1".into(),
-        scheduled_for: "2026-03-09T07:00:00Z".into(),
-        fire_at: "2026-03-09T07:00:00Z".into(),
-        source: Source::Schedule,
-        attempt: 1,
-        dag: std::sync::Arc::new(serde_json::json!({"nodes": [{"id": "a"}]})),
-    }
-}
-
 /// Publishes one launch, one dead letter and one cancel request through `launcher`.
 async fn publish_all(launcher: &NatsLauncher, key: &str) {
-    let sent = launcher.launch(&[message(key)]).await;
+    let sent = launcher.launch(&[message(key, 1)]).await;
     assert!(sent[0].is_ok(), "launch: {:?}", sent[0]);
     let letter = DeadLetter {
-        launch: message(key),
+        launch: message(key, 1),
         attempts: 1,
         last_error: Some("boom".into()),
     };

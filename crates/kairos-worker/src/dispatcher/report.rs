@@ -70,25 +70,18 @@ pub(super) fn failed_early(outcomes: &[Outcome]) {
 /// A skip or a queue decision that stands.
 pub(super) fn settled(run: &Claimed, outcome: &Outcome) {
     let reason = outcome.reason().unwrap_or_default();
-    if matches!(outcome.settled(), Settled::Skipped { .. }) {
-        tracing::info!(
-            key = %run.idempotency_key,
-            trace_id = %crate::trace_of(&run.idempotency_key),
-            schedule_id = %run.schedule_id,
-            run_at = %run.run_at,
-            reason,
-            "run skipped",
-        );
-    } else {
-        tracing::info!(
-            key = %run.idempotency_key,
-            trace_id = %crate::trace_of(&run.idempotency_key),
-            schedule_id = %run.schedule_id,
-            run_at = %run.run_at,
-            reason,
-            "run queued",
-        );
-    }
+    let decision = match outcome.settled() {
+        Settled::Skipped { .. } => "run skipped",
+        _ => "run queued",
+    };
+    tracing::info!(
+        key = %run.idempotency_key,
+        trace_id = %crate::trace_of(&run.idempotency_key),
+        schedule_id = %run.schedule_id,
+        run_at = %run.run_at,
+        reason,
+        "{decision}",
+    );
 }
 
 /// Every publish outcome: emitted (debug: one per run), failed for good (warning each), or
