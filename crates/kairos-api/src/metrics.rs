@@ -29,8 +29,13 @@ pub(crate) async fn render(State(state): State<AppState>) -> Result<Response, Ap
 /// may not call the route).
 pub const AUTH_REFUSALS: &str = "kairos_http_auth_refusals_total";
 
-/// Counter: connections closed as soon as accepted because `http.max_connections` were open.
+/// Counter: connections closed as soon as accepted because `http.max_connections` were open
+/// and none of them was idle (all in a request).
 pub const CONNECTIONS_REFUSED: &str = "kairos_http_connections_refused_total";
+
+/// Counter: idle connections (waiting for a request's headers) closed because
+/// `http.max_connections` were open and a new connection took the slot.
+pub const IDLE_CONNECTIONS_EVICTED: &str = "kairos_http_idle_connections_evicted_total";
 
 /// The `outcome` labels of [`AUTH_REFUSALS`].
 const AUTH_OUTCOMES: [&str; 2] = ["unauthenticated", "forbidden"];
@@ -44,12 +49,17 @@ pub fn describe() {
     );
     metrics::describe_counter!(
         CONNECTIONS_REFUSED,
-        "Connections closed at accept because http.max_connections were open"
+        "Connections closed at accept because http.max_connections were open, none idle"
+    );
+    metrics::describe_counter!(
+        IDLE_CONNECTIONS_EVICTED,
+        "Idle connections closed to make room for a new one at http.max_connections"
     );
     for outcome in AUTH_OUTCOMES {
         metrics::counter!(AUTH_REFUSALS, "outcome" => outcome).increment(0);
     }
     metrics::counter!(CONNECTIONS_REFUSED).increment(0);
+    metrics::counter!(IDLE_CONNECTIONS_EVICTED).increment(0);
 }
 
 /// One request refused 401 (`unauthenticated`) or 403 (`forbidden`).
@@ -61,4 +71,9 @@ pub(crate) fn auth_refused(forbidden: bool) {
 /// One connection closed at accept.
 pub(crate) fn connection_refused() {
     metrics::counter!(CONNECTIONS_REFUSED).increment(1);
+}
+
+/// One idle connection closed for a new one.
+pub(crate) fn idle_connection_evicted() {
+    metrics::counter!(IDLE_CONNECTIONS_EVICTED).increment(1);
 }

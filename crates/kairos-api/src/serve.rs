@@ -4,10 +4,29 @@
 //!
 //! One accept loop: each accepted connection takes a permit of a semaphore sized
 //! [`ServeLimits::max_connections`] and is served by hyper's HTTP/1 connection with a
-//! header-read timer; a connection over the limit is closed at once (counted and logged once
-//! per burst) instead of queueing, so file descriptors stay below the process limit and
-//! `accept` never fails with "too many open files".
+//! header-read timer. When every permit is taken, the loop closes the connection that has
+//! been idle the longest and serves the new one in its slot, so a flood of silent or slow
+//! clients only pushes itself out and `/healthz`, `/readyz` and real callers still get in.
+//! Only when no open connection is idle (all are in a request) is the new one closed at
+//! once, instead of queueing, so file descriptors stay below the process limit and `accept`
+//! never fails with "too many open files". Evictions and refusals are counted and each
+//! logged once per burst (until a new connection finds a free slot again).
+//!
+//! Idle means waiting for a request's headers: just accepted and silent, trickling its
+//! headers, or kept alive after an answer. A request is in progress from the moment hyper
+//! hands its headers to the service until hyper drops the response body (written to the
+//! end, or abandoned); a client still sending its request body is in a request, which the
+//! body-read timeout bounds. Each connection shares a [`Slot`] with the accept loop, one
+//! atomic word changed only by compare-exchange, so the loop never evicts a connection
+//! whose request has started. Two narrow cases count as idle: a request whose headers have
+//! arrived but that hyper has not yet handed to the service (evicted in that instant, the
+//! client sees its connection closed without an answer, as when an idle timeout races a
+//! request), and the last bytes of an answer still being flushed after its body was
+//! dropped (hyper starts the header timer, the idle timeout, at that same moment).
 
+mod idle;
+
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,14 +38,19 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
 use crate::body_timeout::TimedBody;
+use idle::{Registry, ResponseBody};
 
 /// How long to wait after a failed `accept` (for example out of file descriptors) before
 /// the next one, so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Longest wait for the slot of an evicted connection (its task drops the permit as soon
+/// as it runs, normally within microseconds); the new connection is closed after it.
+const EVICTION_WAIT: Duration = Duration::from_millis(100);
 
 /// The limits of [`serve`] (`[http]` in the config).
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +63,8 @@ pub struct ServeLimits {
     /// Longest time to receive a request body, counted from the end of its headers. A body
     /// still incomplete then is answered 408 and the connection closed.
     pub body_read_timeout: Duration,
-    /// Most connections open at once; one more is closed as soon as it is accepted.
+    /// Most connections open at once. One more takes the slot of the connection idle the
+    /// longest, which is closed; it is closed as soon as accepted when none is idle.
     pub max_connections: usize,
 }
 
@@ -55,11 +80,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let registry = Arc::new(Registry::new());
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let mut saturated = false;
+    let mut burst = Burst::default();
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -73,36 +99,94 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
+        let Some(permit) = admit(&permits, &registry, &mut burst, limits.max_connections).await
+        else {
             // Dropping the stream closes it: the client sees the connection end at once.
-            crate::metrics::connection_refused();
-            if !saturated {
-                tracing::warn!(
-                    max_connections = limits.max_connections,
-                    "connection limit reached; closing new connections until one ends"
-                );
-                saturated = true;
-            }
             continue;
         };
-        saturated = false;
         let _ = stream.set_nodelay(true);
+        let registration = registry.register();
+        let slot = registration.slot.clone();
         let router = router.clone();
         let body_timeout = limits.body_read_timeout;
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            // hyper calls the service as soon as it has read the request's headers.
+            let in_request = slot.begin_request();
             let request = request.map(|body| TimedBody::new(body, body_timeout));
-            router.clone().oneshot(request)
+            let response = router.clone().oneshot(request);
+            async move {
+                let response = response.await?;
+                Ok::<_, Infallible>(response.map(|inner| ResponseBody {
+                    inner,
+                    _in_request: in_request,
+                }))
+            }
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
-            // Timeouts and resets end connections all the time; they are not errors of ours.
-            if let Err(err) = connection.await {
-                tracing::debug!(error = %err, "connection ended");
+            tokio::select! {
+                // Timeouts and resets end connections all the time; they are not errors of
+                // ours.
+                ended = connection => if let Err(err) = ended {
+                    tracing::debug!(error = %err, "connection ended");
+                },
+                // Dropping the connection closes its socket.
+                () = registration.slot.evicted.notified() => {
+                    tracing::debug!("idle connection closed for a new one");
+                }
             }
+            // Out of the registry before the permit lets the next connection in.
+            drop(registration);
             drop(permit);
         });
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A permit for a new connection: a free one, else that of the connection idle the longest,
+/// closed for it. `None` (close the new connection) when no connection is idle.
+async fn admit(
+    permits: &Arc<Semaphore>,
+    registry: &Registry,
+    burst: &mut Burst,
+    max_connections: usize,
+) -> Option<OwnedSemaphorePermit> {
+    if let Ok(permit) = permits.clone().try_acquire_owned() {
+        *burst = Burst::default();
+        return Some(permit);
+    }
+    if registry.evict_idlest() {
+        crate::metrics::idle_connection_evicted();
+        if !burst.evicting {
+            tracing::warn!(
+                max_connections,
+                "connection limit reached; closing the longest idle connection for each new one"
+            );
+            burst.evicting = true;
+        }
+        let freed = tokio::time::timeout(EVICTION_WAIT, permits.clone().acquire_owned()).await;
+        if let Ok(Ok(permit)) = freed {
+            return Some(permit);
+        }
+    }
+    crate::metrics::connection_refused();
+    if !burst.refusing {
+        tracing::warn!(
+            max_connections,
+            "connection limit reached and every connection is in a request; closing new \
+             connections until one ends"
+        );
+        burst.refusing = true;
+    }
+    None
+}
+
+/// What the current burst at the connection limit has logged; cleared when a new
+/// connection finds a free slot.
+#[derive(Debug, Default)]
+struct Burst {
+    evicting: bool,
+    refusing: bool,
 }

@@ -150,6 +150,15 @@ pub fn seed_body() -> Value {
     })
 }
 
+/// Stores workflow `id` version `version` (a one-node DAG) through the API, as a compiler
+/// deploys a version before it upserts schedules that name it.
+pub async fn deploy_workflow(router: &Router, id: &str, version: i64) {
+    let uri = format!("/workflows/{id}/versions/{version}");
+    let dag = serde_json::json!({"dag": {"nodes": [{"id": "a"}]}});
+    let (status, _, body) = call(router, Method::PUT, &uri, Some(DEPLOYER), Some(dag)).await;
+    assert!(status.is_success(), "deploy {uri}: {status} {body}");
+}
+
 /// Rows in the three tables, to prove a refused request stored nothing.
 pub async fn table_counts(pool: &PgPool) -> (i64, i64, i64) {
     let count = |table: &'static str| async move {
