@@ -44,6 +44,7 @@ async fn dead_letter_filters_and_cursors_are_checked_like_ids() {
 async fn integers_written_with_a_zero_fraction_are_integers() {
     let db = TestDb::new().await;
     let api = router(db.pool(), "2026-03-08T12:00:00Z");
+    deploy_workflow(&api, "report", 1).await;
     let start = serde_json::json!({
         "workflow_id": "wf", "version": 160.0, "user_id": "u1",
         "scheduled_for": "2026-03-08T12:00:00Z", "idempotency_key": "k-1",

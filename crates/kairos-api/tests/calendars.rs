@@ -15,6 +15,7 @@ const NOW: &str = "2026-01-05T00:00:00Z";
 async fn calendars_are_stored_listed_used_and_deleted_only_when_unused() {
     let db = TestDb::new().await;
     let router = router(db.pool(), NOW);
+    deploy_workflow(&router, "report", 3).await;
     let body =
         json!({ "dates": ["2026-12-25", "2026-12-24", "2026-12-25"], "description": "xmas" });
     let (status, _, answer) = call(
@@ -109,6 +110,7 @@ async fn bad_calendar_input_is_a_problem_naming_the_field_and_stores_nothing() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let router = router(pool.clone(), NOW);
+    deploy_workflow(&router, "report", 3).await;
     let cases = [
         (
             "/calendars/c",
@@ -153,7 +155,11 @@ async fn bad_calendar_input_is_a_problem_naming_the_field_and_stores_nothing() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
         assert!(answer.to_string().contains(field), "{field}: {answer}");
     }
-    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+    assert_eq!(
+        table_counts(&pool).await,
+        (0, 0, 1),
+        "only the deployed workflow"
+    );
 }
 
 #[tokio::test]

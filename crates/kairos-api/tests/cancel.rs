@@ -17,6 +17,7 @@ const NOW: &str = "2026-03-09T12:00:00Z";
 /// run's key.
 async fn with_run(pool: &PgPool) -> (axum::Router, String) {
     let router = router(pool.clone(), NOW);
+    deploy_workflow(&router, "report", 3).await;
     let (status, _, answer) = call(
         &router,
         Method::POST,
@@ -213,6 +214,7 @@ async fn overlap_policies_and_max_queued_are_checked_and_stored() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let router = router(pool.clone(), NOW);
+    deploy_workflow(&router, "report", 3).await;
     let upsert = |changes: Value| {
         let mut body = seed_body();
         for (field, value) in changes.as_object().expect("object") {
@@ -260,7 +262,7 @@ async fn overlap_policies_and_max_queued_are_checked_and_stored() {
             .map(|e| e["field"].as_str().expect("field"))
             .collect();
         assert_eq!(fields, [field], "{changes}: {answer}");
-        assert_eq!(table_counts(&pool).await, (0, 0, 0), "nothing stored");
+        assert_eq!(table_counts(&pool).await, (0, 0, 1), "nothing stored");
     }
     for (changes, max_queued) in [
         (json!({"overlap_policy": "buffer_one"}), Value::Null),

@@ -80,6 +80,7 @@ async fn self_chains_unknown_parents_and_cycles_are_refused_and_store_nothing() 
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     assert_eq!(
         upsert(&api, body("a", "0 * * * *")).await.0,
         StatusCode::CREATED
@@ -142,6 +143,7 @@ async fn a_chained_schedule_and_its_runs_show_the_chain() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     upsert(&api, body("a", "0 * * * *")).await;
     upsert(&api, body("b", "@after a on always")).await;
     let b = get(&api, "/schedules/b").await;
@@ -203,6 +205,7 @@ async fn max_runs_is_checked_and_shown_with_remaining_runs() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     let before = snapshot(&pool).await;
     let mut zero = body("m", "0 * * * *");
     zero["max_runs"] = json!(0);
@@ -247,6 +250,7 @@ async fn a_pause_note_shows_until_resume() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     upsert(&api, body("p", "0 * * * *")).await;
     let before = snapshot(&pool).await;
     let long = "x".repeat(1001);
@@ -319,6 +323,7 @@ async fn a_dry_run_upsert_reports_the_change_and_changes_no_row() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     upsert(&api, body("s", "0 * * * *")).await;
     planned(&pool, "s", 3).await;
     let before = snapshot(&pool).await;
@@ -474,6 +479,7 @@ async fn an_explained_preview_marks_dst_gap_shifts_repeated_hours_jitter_and_the
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     // New York springs forward on 2026-03-08 at 02:00: 02:30 does not exist that day.
     let gap = preview(
         &api,

@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, router, DEPLOYER, EXECUTOR, READER};
+use common::{call, deploy_workflow, router, DEPLOYER, EXECUTOR, READER};
 use kairos_testkit::{sqlx, TestDb};
 use serde_json::{json, Value};
 
@@ -25,6 +25,7 @@ fn upsert(extra: Value) -> Value {
 async fn retry_policies_are_stored_shown_and_bad_ones_refused_by_field() {
     let db = TestDb::new().await;
     let api = router(db.pool(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
     let policy = json!({"max_attempts": 3, "retry_intervals_s": [60, 300, 900],
         "heartbeat_timeout_s": 30});
     let (status, _, body) = call(

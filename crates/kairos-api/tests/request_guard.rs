@@ -89,6 +89,7 @@ async fn a_body_that_is_not_json_is_refused_415_and_stores_nothing() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = open_router(pool.clone());
+    db.store_workflow("report", 3).await;
     for kind in [
         Some("text/plain"),
         Some("text/plain;charset=UTF-8"),
@@ -113,7 +114,7 @@ async fn a_body_that_is_not_json_is_refused_415_and_stores_nothing() {
             .expect("detail")
             .contains("application/json"));
     }
-    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+    assert_eq!(table_counts(&pool).await, (0, 0, 1));
     let json = [(header::CONTENT_TYPE, "application/json; charset=utf-8")];
     let (status, answer) = send(&api, Method::POST, "/schedules/upsert", &json, &seed()).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
@@ -164,6 +165,7 @@ async fn a_write_from_another_origin_is_refused_and_the_same_origin_may_write() 
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = open_router(pool.clone());
+    db.store_workflow("report", 3).await;
     let json = (header::CONTENT_TYPE, "application/json");
     let host = (header::HOST, "localhost:8080");
     for origin in [
@@ -181,7 +183,7 @@ async fn a_write_from_another_origin_is_refused_and_the_same_origin_may_write() 
         let (status, _) = send(&api, Method::DELETE, "/schedules/x", &headers, "").await;
         assert_eq!(status, StatusCode::FORBIDDEN, "DELETE from {origin}");
     }
-    assert_eq!(table_counts(&pool).await, (0, 0, 0));
+    assert_eq!(table_counts(&pool).await, (0, 0, 1));
     let same = [
         host.clone(),
         json.clone(),

@@ -20,6 +20,7 @@ async fn seed_upsert_then_get_shows_five_preview_times() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool, NOW);
+    deploy_workflow(&api, "report", 3).await;
     let (status, _, body) = call(
         &api,
         Method::POST,
@@ -98,6 +99,7 @@ async fn seed_upsert_then_get_shows_five_preview_times() {
 }
 
 async fn upsert(api: &axum::Router, id: &str, workflow: &str, user: &str) {
+    deploy_workflow(api, workflow, 1).await;
     let body = json!({"schedule_id": id, "workflow_id": workflow, "version": 1, "user_id": user,
                       "cron_expr": "*/5 * * * *", "timezone": "UTC"});
     let (status, _, answer) = call(
@@ -357,6 +359,7 @@ async fn weekday_names_preview_and_upsert() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "report", 3).await;
     // NOW is Sunday 2026-03-08. Wednesday midnight in Berlin is 23:00Z the day before
     // (CET) until the clocks go forward on the 29th, then 22:00Z (CEST).
     let body =

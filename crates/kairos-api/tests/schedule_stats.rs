@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
+use common::{call, deploy_workflow, router, ts, DEPLOYER, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::dispatch::{self, Outcome, RunSpan};
 use kairos_store::runs::{self, NewRun};
@@ -24,6 +24,7 @@ async fn get_shows_last_fire_missed_skipped_and_why() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let api = router(pool.clone(), NOW);
+    deploy_workflow(&api, "wa", 1).await;
     let body = json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
         "cron_expr": "0 * * * *", "timezone": "UTC"});
     let (status, _, _) = call(

@@ -14,6 +14,7 @@ const NOW: &str = "2026-03-09T12:00:00.250Z";
 
 async fn with_schedule(pool: &PgPool) -> axum::Router {
     let router = router(pool.clone(), NOW);
+    deploy_workflow(&router, "report", 3).await;
     let mut body = seed_body();
     body["cron_expr"] = json!("0 * * * *");
     body["timezone"] = json!("UTC");

@@ -33,6 +33,9 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
 
     let upsert = r#"{"schedule_id": "s1", "workflow_id": "wf", "version": 1, "user_id": "u",
         "cron_expr": "0 3 * * *", "timezone": "UTC"}"#;
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let answer = http(port, "PUT", "/workflows/wf/versions/1", dag).expect("deploy");
+    assert!(answer.contains(" 201 "), "{answer}");
     let answer = http(port, "POST", "/schedules/upsert", upsert).expect("upsert");
     assert!(answer.contains(" 201 "), "{answer}");
     let answer = http(
@@ -144,6 +147,19 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
     )
     .expect("write body");
     let file = file.to_str().expect("utf-8 path");
+
+    // A schedule of a workflow version that was never deployed is refused, naming it.
+    let refused = kairos(port, &["schedules", "upsert", "--file", file]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("400") && said.contains("workflow_id"),
+        "{said}"
+    );
+    assert!(said.contains("PUT /workflows/wf/versions/1"), "{said}");
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let answer = http(port, "PUT", "/workflows/wf/versions/1", dag).expect("deploy");
+    assert!(answer.contains(" 201 "), "{answer}");
 
     // A dry-run says what would happen and stores nothing.
     let dry = stdout(&kairos(

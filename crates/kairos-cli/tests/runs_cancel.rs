@@ -23,6 +23,9 @@ fn runs_cancel_cancels_through_the_api() {
     let port = served.port;
     let upsert = r#"{"schedule_id": "s1", "workflow_id": "wf", "version": 1, "user_id": "u",
         "cron_expr": "0 3 * * *", "timezone": "UTC"}"#;
+    let dag = r#"{"dag": {"nodes": [{"id": "a"}]}}"#;
+    let answer = http(port, "PUT", "/workflows/wf/versions/1", dag).expect("deploy");
+    assert!(answer.contains(" 201 "), "{answer}");
     let answer = http(port, "POST", "/schedules/upsert", upsert).expect("upsert");
     assert!(answer.contains(" 201 "), "{answer}");
     let answer = http(

@@ -105,6 +105,13 @@ fn operator_page_without_auth() {
         let base = format!("http://127.0.0.1:{}", served.port);
         let http = reqwest::Client::new();
         let answer = http
+            .put(format!("{base}/workflows/report/versions/1"))
+            .json(&json!({"dag": {"nodes": [{"id": "a"}]}}))
+            .send()
+            .await
+            .expect("deploy");
+        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+        let answer = http
             .post(format!("{base}/schedules/upsert"))
             .json(&schedule("open-report", "0 7 * * *", "Asia/Tokyo", 0))
             .send()

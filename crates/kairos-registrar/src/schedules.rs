@@ -124,6 +124,7 @@ impl Registrar {
     ) -> Result<Upserted> {
         let calendars = rules::load(tx, &checked.rules.stored.exclude_calendars).await?;
         checked.resolve(&calendars).map_err(Error::Invalid)?;
+        crate::workflows::check_stored(tx, &checked.workflow_id, checked.version).await?;
         let now = self.now(tx).await?;
         crate::chains::check(tx, std::slice::from_ref(&checked), &[], |_| None).await?;
         let existing = store::get(&mut **tx, &checked.schedule_id).await?;

@@ -317,3 +317,32 @@ fn check_key(workflow_id: &str, version: i64) -> std::result::Result<i32, Vec<Pr
         _ => Err(problems),
     }
 }
+
+/// How many stored versions a refusal of an unknown one lists.
+const VERSIONS_NAMED: i64 = 5;
+
+/// Refuses a schedule whose workflow version is not stored: every run of it would fail to
+/// launch ("version not found"), so the write is refused instead, naming `version` when the
+/// workflow has other versions and `workflow_id` when it has none.
+pub(crate) async fn check_stored(tx: &mut Tx, workflow_id: &str, version: i32) -> Result<()> {
+    if workflows::exists(tx, workflow_id, version).await? {
+        return Ok(());
+    }
+    let stored = workflows::versions(tx, workflow_id, VERSIONS_NAMED).await?;
+    let deploy = format!("deploy it first with PUT /workflows/{workflow_id}/versions/{version}");
+    Err(if stored.is_empty() {
+        Error::invalid(
+            "workflow_id",
+            format!("workflow {workflow_id:?} has no stored version; {deploy}"),
+        )
+    } else {
+        let listed: Vec<String> = stored.iter().map(i32::to_string).collect();
+        Error::invalid(
+            "version",
+            format!(
+                "workflow {workflow_id:?} has no version {version} (newest stored: {}); {deploy}",
+                listed.join(", ")
+            ),
+        )
+    })
+}

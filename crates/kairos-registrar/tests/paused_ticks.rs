@@ -29,6 +29,7 @@ fn paused_skips(rendered: &str) -> Option<u64> {
 #[tokio::test]
 async fn resume_counts_the_ticks_of_the_paused_span() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let recorder = PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();

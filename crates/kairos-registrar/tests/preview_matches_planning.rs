@@ -167,6 +167,7 @@ fn preview_and_planning_agree_for_random_schedules() {
         .build()
         .expect("runtime");
     let db = runtime.block_on(TestDb::new());
+    runtime.block_on(db.store_workflow("wf", 1));
     let now: DateTime<Utc> = NOW.parse().expect("rfc3339");
     let registrar = Registrar::new(
         db.pool(),

@@ -70,6 +70,7 @@ async fn status_of(pool: &PgPool, key: &str) -> (RunStatus, Option<String>, Date
 #[tokio::test]
 async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool, "2026-03-08T12:00:00Z");
     // US DST began 2026-03-08: 07:00 EDT is 11:00Z.
@@ -93,6 +94,7 @@ async fn upsert_computes_next_run_at_in_the_zone_and_from_start_at() {
 #[tokio::test]
 async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
     let first = reg
@@ -133,6 +135,7 @@ async fn same_body_again_changes_nothing_and_a_change_bumps_the_revision() {
 #[tokio::test]
 async fn derived_schedule_ids_are_deterministic() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool, "2026-03-08T12:00:00Z");
     let mut no_id = input("x", "0 7 * * *");
@@ -153,6 +156,7 @@ async fn derived_schedule_ids_are_deterministic() {
 #[tokio::test]
 async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
     reg.upsert(&input("s1", "0 7 * * *")).await.expect("create");
@@ -195,6 +199,7 @@ async fn concurrent_upserts_of_one_schedule_leave_one_clean_winner() {
 #[tokio::test]
 async fn rescheduling_cancels_only_runs_that_left_the_timetable() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
@@ -234,6 +239,7 @@ async fn rescheduling_cancels_only_runs_that_left_the_timetable() {
 #[tokio::test]
 async fn pause_cancels_unpublished_runs_and_resume_plans_from_now() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
@@ -272,6 +278,7 @@ async fn pause_cancels_unpublished_runs_and_resume_plans_from_now() {
 #[tokio::test]
 async fn delete_keeps_history_and_cancels_pending_runs() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-09T12:00:00Z");
     reg.upsert(&input("s1", "0 * * * *")).await.expect("hourly");
@@ -290,6 +297,7 @@ async fn delete_keeps_history_and_cancels_pending_runs() {
 #[tokio::test]
 async fn clock_rules_reject_never_firing_and_too_frequent_specs() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let settings = Settings {
         pinned_now: Some(ts("2026-03-09T12:00:00Z")),
@@ -574,6 +582,7 @@ fn with_min_interval(pool: PgPool, now: &str, seconds: i64) -> Registrar {
 #[tokio::test]
 async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = with_min_interval(pool.clone(), "2026-03-09T12:00:00Z", 300);
     // The 50 -> 51 gap is the 7th tick of the day: past the first few ticks.
@@ -611,6 +620,7 @@ async fn min_interval_is_checked_against_the_real_minimum_gap_of_the_spec() {
 #[tokio::test]
 async fn min_interval_compares_wall_clock_gaps_across_dst() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     // US DST begins 2026-03-08: 01:00 EST -> 03:00 EDT is one real hour that day, two on
     // the wall clock. The check is on wall-clock gaps (see input::first_tick), so it passes.
@@ -628,6 +638,7 @@ async fn min_interval_compares_wall_clock_gaps_across_dst() {
 #[tokio::test]
 async fn a_run_takes_its_schedules_priority_and_follows_a_change_until_published() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let reg = registrar(pool.clone(), "2026-03-08T12:00:00Z");
     let mut high = input("s1", "0 7 * * *");

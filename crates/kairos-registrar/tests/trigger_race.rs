@@ -20,6 +20,7 @@ fn ts(text: &str) -> DateTime<Utc> {
 #[tokio::test]
 async fn a_run_deleted_by_retention_during_trigger_is_a_conflict_not_a_panic() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let registrar = Registrar::new(
         pool.clone(),

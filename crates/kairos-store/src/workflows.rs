@@ -97,3 +97,32 @@ pub async fn count(conn: &mut PgConnection) -> Result<i64> {
         .fetch_one(conn)
         .await?)
 }
+
+/// Whether `(workflow_id, version)` is stored.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn exists(conn: &mut PgConnection, workflow_id: &str, version: i32) -> Result<bool> {
+    Ok(sqlx::query_scalar(
+        "select exists (select from workflows where workflow_id = $1 and version = $2)",
+    )
+    .bind(workflow_id)
+    .bind(version)
+    .fetch_one(conn)
+    .await?)
+}
+
+/// The newest stored versions of `workflow_id` (at most `limit`, newest first): what a
+/// refusal of an unknown version names.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn versions(conn: &mut PgConnection, workflow_id: &str, limit: i64) -> Result<Vec<i32>> {
+    Ok(sqlx::query_scalar(
+        "select version from workflows where workflow_id = $1 order by version desc limit $2",
+    )
+    .bind(workflow_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}

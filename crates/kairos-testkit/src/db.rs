@@ -80,6 +80,11 @@ impl TestDb {
         self.pool.clone()
     }
 
+    /// [`store_workflow`] on this database.
+    pub async fn store_workflow(&self, workflow_id: &str, version: i32) {
+        store_workflow(&self.pool, workflow_id, version).await;
+    }
+
     /// The test database's URL (for child processes).
     pub fn url(&self) -> String {
         format!("{}/{}", self.server, self.name)
@@ -107,4 +112,22 @@ impl Drop for TestDb {
             eprintln!("test database {} not dropped: {err}", self.name);
         }
     }
+}
+
+/// Stores workflow `workflow_id` version `version` with a one-node DAG, as a deploy would,
+/// so that schedules naming it may be written (an upsert naming a version that is not
+/// stored is refused). A version already stored is left as it is.
+///
+/// # Panics
+/// When the insert fails.
+pub async fn store_workflow(pool: &PgPool, workflow_id: &str, version: i32) {
+    let mut conn = pool.acquire().await.expect("a connection");
+    let now: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("select now()")
+        .fetch_one(&mut *conn)
+        .await
+        .expect("the database clock");
+    let dag = serde_json::json!({"nodes": [{"id": "a"}]});
+    kairos_store::workflows::put(&mut conn, workflow_id, version, &dag, now)
+        .await
+        .expect("store the workflow version");
 }

@@ -13,7 +13,7 @@ pub mod prometheus;
 mod protocol;
 
 pub use cluster::NatsCluster;
-pub use db::TestDb;
+pub use db::{store_workflow, TestDb};
 /// For tests that read or write rows directly (the crates under test need no database
 /// client of their own).
 pub use sqlx;

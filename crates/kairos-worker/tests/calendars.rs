@@ -53,6 +53,7 @@ fn status_at(runs: &[Run], at: &str) -> Option<RunStatus> {
 #[tokio::test]
 async fn a_calendar_change_cancels_and_restores_the_right_unpublished_runs() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = &db.pool();
     put_calendar(pool, "hol", &[]).await;
     let rules = RulesInput {
@@ -109,6 +110,7 @@ async fn a_calendar_change_cancels_and_restores_the_right_unpublished_runs() {
 #[tokio::test]
 async fn a_date_no_longer_excluded_is_planned_after_a_calendar_change() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = &db.pool();
     put_calendar(pool, "hol", &["2026-01-07"]).await;
     let rules = RulesInput {
@@ -132,6 +134,7 @@ async fn a_date_no_longer_excluded_is_planned_after_a_calendar_change() {
 #[tokio::test]
 async fn two_planners_never_double_a_rolled_tick() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = &db.pool();
     put_calendar(pool, "hol", &["2026-01-12"]).await;
     for i in 0..20 {
@@ -188,6 +191,7 @@ fn fields(err: Error) -> Vec<String> {
 #[tokio::test]
 async fn bad_calendar_input_is_refused_naming_the_field_and_nothing_is_stored() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = &db.pool();
     let registrar = registrar(pool, NOW);
     let cases: Vec<(&str, RulesInput, &str)> = vec![
@@ -300,6 +304,7 @@ async fn bad_calendar_input_is_refused_naming_the_field_and_nothing_is_stored() 
 #[tokio::test]
 async fn a_calendar_in_use_cannot_be_deleted_nor_made_to_remove_every_tick() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = &db.pool();
     let registrar = registrar(pool, NOW);
     put_calendar(pool, "hol", &[]).await;

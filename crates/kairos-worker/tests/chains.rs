@@ -69,6 +69,7 @@ async fn launch(pool: &PgPool, dispatcher: &Dispatcher<kairos_launcher::NatsLaun
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_on_success_runs_once_per_successful_parent_run_and_never_after_a_failure() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
@@ -142,6 +143,7 @@ async fn a_child_on_success_runs_once_per_successful_parent_run_and_never_after_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_on_failure_fires_only_after_the_final_failure() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
@@ -209,6 +211,7 @@ async fn a_child_on_failure_fires_only_after_the_final_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_child_or_a_deleted_parent_fires_nothing_and_get_says_why() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;

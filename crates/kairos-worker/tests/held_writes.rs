@@ -57,6 +57,7 @@ fn prestaged_round(pool: &PgPool, launcher: NatsLauncher) -> tokio::task::JoinHa
 #[tokio::test]
 async fn writes_answer_while_a_round_holds_their_runs_and_the_round_restages_them() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
@@ -144,6 +145,7 @@ async fn writes_answer_while_a_round_holds_their_runs_and_the_round_restages_the
 #[tokio::test]
 async fn each_wave_is_committed_before_the_round_waits_for_the_next() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;
@@ -175,6 +177,7 @@ async fn each_wave_is_committed_before_the_round_waits_for_the_next() {
 #[tokio::test]
 async fn a_run_a_write_skipped_is_restaged_by_the_round_that_claims_it_later() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;

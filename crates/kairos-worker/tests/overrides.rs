@@ -38,6 +38,7 @@ async fn of_source(pool: &PgPool, source: RunSource) -> Vec<Run> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_under_skip_runs_every_tick_in_order_and_triggers_override_the_policy() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 1).await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
     workflow(&pool).await;

@@ -30,6 +30,7 @@ async fn wait_for_runs(pool: &PgPool, schedule_id: &str, within: StdDuration) ->
 #[tokio::test]
 async fn an_upsert_wakes_a_sleeping_planner_and_shutdown_stops_it() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = db.pool();
     let registrar = Registrar::new(pool.clone(), Default::default());
     registrar
@@ -72,6 +73,7 @@ async fn an_upsert_wakes_a_sleeping_planner_and_shutdown_stops_it() {
 #[ignore = "measurement; run with --ignored --nocapture"]
 async fn planner_throughput_10k_schedules_every_minute() {
     let db = TestDb::new().await;
+    db.store_workflow("wf", 3).await;
     let pool = db.pool();
     let n = 10_000;
     let minute = ts("2026-03-09T10:01:00Z");

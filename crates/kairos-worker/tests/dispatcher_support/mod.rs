@@ -21,13 +21,9 @@ pub fn key(n: u64) -> String {
     format!("{n:064x}")
 }
 
-/// Stores workflow `wf` version 1 with a one-node DAG.
+/// Stores workflow `wf` version 1 with a one-node DAG (once; again is a no-op).
 pub async fn workflow(pool: &PgPool) {
-    sqlx::query("insert into workflows (workflow_id, version, dag) values ('wf', 1, $1)")
-        .bind(serde_json::json!({"nodes": [{"id": "a"}]}))
-        .execute(pool)
-        .await
-        .expect("insert workflow");
+    kairos_testkit::store_workflow(pool, "wf", 1).await;
 }
 
 /// Stores a schedule of `wf` v1 with the overlap policy and max_run_seconds given.

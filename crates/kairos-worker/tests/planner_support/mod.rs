@@ -76,6 +76,8 @@ pub fn input(schedule_id: &str, cron_expr: &str) -> ScheduleInput {
 
 /// Upserts through the registrar at `now`.
 pub async fn upsert(pool: &PgPool, now: &str, input: ScheduleInput) -> Schedule {
+    let version = i32::try_from(input.version).expect("a stored version");
+    kairos_testkit::store_workflow(pool, &input.workflow_id, version).await;
     registrar(pool, now)
         .upsert(&input)
         .await
