@@ -3,9 +3,9 @@
 //! A request keeps the `X-Request-Id` its caller sent (1 to 200 visible ASCII characters)
 //! or gets a new one. The id is echoed on the response, written into every problem+json
 //! body (`request_id`), and carried by every log line the request causes (the `request`
-//! span, with the `trace_id` of the caller's `traceparent` when it sent one). When the
-//! response is done, one line says method, route, status, duration, id and the caller's
-//! token name.
+//! span, with the `trace_id` and `parent_id` of the caller's `traceparent` when it sent
+//! one). When the response is done, one line says method, route, status, duration, id and
+//! the caller's token name.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -72,15 +72,24 @@ pub(crate) async fn log_request(request: Request, next: Next) -> Response {
         .map_or_else(new_id, str::to_string);
     let method = request.method().clone();
     // A caller's W3C `traceparent` puts the request in its trace: every line it causes
-    // carries the trace id (a status report joins its run's trace this way over HTTP).
-    let trace_id = request
+    // carries the trace id (a status report joins its run's trace this way over HTTP), and
+    // the span names the caller's span as its parent (`parent_id`; an exported span is its
+    // child).
+    let caller_ids = request
         .headers()
         .get("traceparent")
         .and_then(|value| value.to_str().ok())
-        .and_then(kairos_core::trace::trace_id_of)
-        .unwrap_or("-")
-        .to_string();
-    let span = tracing::info_span!("request", request_id = %id, trace_id = %trace_id);
+        .and_then(kairos_core::trace::ids_of);
+    let trace_id = caller_ids.map_or("-", |(trace, _)| trace);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        trace_id = %trace_id,
+        parent_id = tracing::field::Empty,
+    );
+    if let Some((_, parent)) = caller_ids {
+        span.record("parent_id", parent);
+    }
     let current = Current {
         id: id.clone(),
         route: Mutex::new(None),

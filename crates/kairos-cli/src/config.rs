@@ -31,10 +31,12 @@ use serde::{Deserialize, Deserializer};
 const MAX_PRESTAGE_MS: u64 = 10_000;
 
 mod nats;
+mod otlp;
 #[cfg(test)]
 mod tests;
 
 pub use nats::NatsConfig;
+pub use otlp::OtlpConfig;
 
 /// The built-in defaults, `config/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
@@ -73,6 +75,8 @@ pub struct Config {
     pub history: HistoryConfig,
     /// `[log]`.
     pub log: LogConfig,
+    /// `[otlp]`: span export, off by default.
+    pub otlp: OtlpConfig,
 }
 
 /// `[database]`: the PostgreSQL that holds all state.
@@ -365,7 +369,7 @@ impl Config {
         if self.log.level.trim().is_empty() {
             return Err(invalid("log.level", "must not be empty"));
         }
-        Ok(())
+        self.otlp.validate()
     }
 
     fn validate_database(&self) -> Result<(), Box<figment::Error>> {

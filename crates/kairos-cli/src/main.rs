@@ -6,6 +6,7 @@ mod calendars;
 mod config;
 mod dispatch;
 mod migrate;
+mod otlp;
 mod preview;
 mod serve;
 mod show;

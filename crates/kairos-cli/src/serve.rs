@@ -62,7 +62,8 @@ pub struct Args {
 /// database, a failed migration, or a bind that fails.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let config = config::load(args.config.as_deref()).map_err(|err| anyhow::anyhow!("{err}"))?;
-    init_tracing(&config)?;
+    // Kept to the end: dropping it sends the spans still queued.
+    let _exporting = init_tracing(&config)?;
     for role in &args.roles {
         if !ROLES.contains(&role.as_str()) {
             bail!("--roles: {role:?} is not a role (use {})", ROLES.join(", "));
@@ -321,25 +322,59 @@ fn settings(config: &Config, dag_limit: DagLimit) -> anyhow::Result<Settings> {
     })
 }
 
-fn init_tracing(config: &Config) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level)
-        .with_context(|| format!("log.level {:?}", config.log.level))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+/// Installs the process's tracing: log lines per `[log]` and, when `[otlp]` names an
+/// endpoint, span export (`otlp.rs`), whose guard flushes the queued spans when dropped.
+/// The span events (target `SPAN_TARGET`) never reach the log; with export off nothing
+/// wants them, so their callsites stay disabled.
+fn init_tracing(config: &Config) -> anyhow::Result<Option<crate::otlp::Exporting>> {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{fmt, Layer, Registry};
+
+    let filter = log_filter(&config.log.level)?;
     let terminal = std::io::stdout().is_terminal();
     let json = match config.log.format {
         LogFormat::Auto => !terminal,
         LogFormat::Json => true,
         LogFormat::Pretty => false,
     };
-    if json {
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = if json {
         // One object per line; the decision fields (key, schedule_id, reason, ...) are
         // top-level keys, not buried in the message, and a request's id is in its span.
-        builder.json().flatten_event(true).init();
+        Box::new(fmt::layer().json().flatten_event(true))
     } else {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-        builder.with_ansi(terminal && !no_color).init();
-    }
-    Ok(())
+        Box::new(fmt::layer().with_ansi(terminal && !no_color))
+    };
+    let (spans, exporting) = match crate::otlp::start(&config.otlp)? {
+        Some((layer, exporting)) => {
+            // Whatever `log.level` says: the request spans and their access lines, and
+            // the span events.
+            let wanted = Targets::new()
+                .with_target(crate::otlp::ACCESS_TARGET, LevelFilter::INFO)
+                .with_target(kairos_core::trace::SPAN_TARGET, LevelFilter::INFO);
+            (Some(layer.with_filter(wanted)), Some(exporting))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(spans)
+        .try_init()
+        .context("install the tracing subscriber")?;
+    Ok(exporting)
+}
+
+/// The filter of log lines: `log.level`, without the span events (target `SPAN_TARGET`)
+/// whatever it says.
+pub(crate) fn log_filter(level: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
+    let no_spans = format!("{}=off", kairos_core::trace::SPAN_TARGET)
+        .parse()
+        .context("span target directive")?;
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .with_context(|| format!("log.level {level:?}"))?;
+    Ok(filter.add_directive(no_spans))
 }
 
 /// How often the backlog gauges are read (and histogram samples folded in).

@@ -8,8 +8,19 @@
 //! - A span id is the first 16 hex digits of sha256 of what it names (a message id), so a
 //!   message sent again under the same id carries the same span.
 //! - An all-zero id is invalid in W3C Trace Context; its last digit becomes `1`.
+//!
+//! Spans for export (OTLP, when the binary turns it on) are described by tracing events of
+//! target [`SPAN_TARGET`]; log output leaves that target out.
 
 use sha2::{Digest, Sha256};
+
+/// The tracing target of the events that each describe one finished span for export (a
+/// launch publish, an applied status report): fields `trace_id`, `span_id`, `parent_id`,
+/// `started_at_ns`, `ended_at_ns` (Unix nanoseconds), `link` (a `traceparent`),
+/// `otel.kind`, `otel.status_code`, `otel.status_description`; every other field is an
+/// attribute of the span, and the event's name is the span's. No log line is written for
+/// them, and with export off nothing listens, so they cost one cached check.
+pub const SPAN_TARGET: &str = "kairos_span";
 
 /// The trace id of the run with idempotency key `key`: 32 lowercase hex digits.
 pub fn trace_id(key: &str) -> String {
@@ -34,6 +45,12 @@ pub fn traceparent(key: &str, span: &str) -> String {
 
 /// The trace id a `traceparent` value names, when it is a valid version-00 value.
 pub fn trace_id_of(traceparent: &str) -> Option<&str> {
+    ids_of(traceparent).map(|(trace, _span)| trace)
+}
+
+/// The trace id and the span id (the caller's span: the parent of what it asks for) a
+/// `traceparent` value names, when it is a valid version-00 value.
+pub fn ids_of(traceparent: &str) -> Option<(&str, &str)> {
     let mut parts = traceparent.trim().split('-');
     let (version, trace, span, flags) =
         (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
@@ -47,7 +64,7 @@ pub fn trace_id_of(traceparent: &str) -> Option<&str> {
         && hex(flags, 2)
         && trace.bytes().any(|b| b != b'0')
         && span.bytes().any(|b| b != b'0');
-    valid.then_some(trace)
+    valid.then_some((trace, span))
 }
 
 fn nonzero(mut id: String) -> String {
@@ -90,6 +107,10 @@ mod tests {
         assert_eq!(
             trace_id_of(&format!("00-{trace}-00f067aa0ba902b7-01")),
             Some(trace)
+        );
+        assert_eq!(
+            ids_of(&format!("00-{trace}-00f067aa0ba902b7-01")),
+            Some((trace, "00f067aa0ba902b7"))
         );
         for bad in [
             "",

@@ -10,7 +10,8 @@
 //! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
 //!
 //! Both pipeline a batch: every message is sent before any acknowledgement is awaited. Every
-//! message carries CloudEvents and trace-context headers ([`events`]).
+//! message carries CloudEvents and trace-context headers ([`events`]); each launch publish
+//! is described as a span for export (`spans.rs`) when a subscriber wants it.
 
 mod error;
 pub mod events;
@@ -19,6 +20,7 @@ mod memory;
 mod message;
 mod nats;
 mod replicas;
+mod spans;
 pub mod status;
 pub mod streams;
 

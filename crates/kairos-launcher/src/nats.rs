@@ -23,6 +23,7 @@ use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
 use crate::events::{self, Event};
+use crate::spans::Publishing;
 use crate::streams::Retention;
 use crate::{CancelMessage, DeadLetter, Enqueued, Error, LaunchMessage, Result, RunLauncher};
 
@@ -208,7 +209,14 @@ impl RunLauncher for NatsLauncher {
             headers: launch_event(message).headers(prefix, &message.msg_id()),
             body: message.encode(),
         });
-        self.publish(outgoing).await
+        let publishing = Publishing::start();
+        let outcomes = self.publish(outgoing).await;
+        if let Some(publishing) = publishing {
+            let ids: Vec<String> = batch.iter().map(LaunchMessage::msg_id).collect();
+            let messages = batch.iter().zip(ids.iter().map(String::as_str));
+            publishing.finished(messages, &outcomes, prefix);
+        }
+        outcomes
     }
 
     async fn redeliver(&self, batch: &[(LaunchMessage, String)]) -> Vec<Result<Enqueued>> {
@@ -218,7 +226,13 @@ impl RunLauncher for NatsLauncher {
             headers: launch_event(message).headers(prefix, msg_id),
             body: message.encode(),
         });
-        self.publish(outgoing).await
+        let publishing = Publishing::start();
+        let outcomes = self.publish(outgoing).await;
+        if let Some(publishing) = publishing {
+            let messages = batch.iter().map(|(message, id)| (message, id.as_str()));
+            publishing.finished(messages, &outcomes, prefix);
+        }
+        outcomes
     }
 
     async fn is_stored(&self, sequence: u64) -> Result<bool> {

@@ -8,6 +8,7 @@
 mod applier;
 mod cancel;
 mod fold;
+mod spans;
 
 pub use cancel::MAX_REASON_TEXT;
 pub use fold::Item;
@@ -201,16 +202,39 @@ impl Intake {
     /// channel), and answers each, in order. A `FAILED` report of the attempt in progress
     /// is followed, in the same transaction, by the next attempt (its time from the
     /// schedule's retry policy) or by a dead letter, unless the report says `retryable:
-    /// false` (then a dead letter). Reports about one run apply in their order.
+    /// false` (then a dead letter). Reports about one run apply in their order. This is
+    /// the HTTP routes' way in (the NATS one is [`Intake::take_messages`]): an exported
+    /// report span says channel `http`.
     pub async fn report_many(&self, items: Vec<Item>) -> Vec<Result<Applied>> {
+        self.apply(items, "http", &[]).await
+    }
+
+    /// [`Intake::report_many`] for reports that came over `channel`, with their
+    /// `traceparent`s (in order; missing ones are `None`), which their spans use.
+    async fn apply(
+        &self,
+        items: Vec<Item>,
+        channel: &'static str,
+        traceparents: &[Option<&str>],
+    ) -> Vec<Result<Applied>> {
         let reported: Vec<(String, Reported)> = items
             .iter()
             .map(|item| (item.key.clone(), item.report.status))
             .collect();
+        let applying = spans::Applying::start();
         let answers = self.applier().apply(items).await;
-        for ((key, status), answer) in reported.iter().zip(&answers) {
+        for (position, ((key, status), answer)) in reported.iter().zip(&answers).enumerate() {
             if let Ok(applied) = answer {
                 count(key, *status, applied);
+                if let Some(applying) = applying {
+                    let report = spans::Report {
+                        key,
+                        reported: *status,
+                        traceparent: traceparents.get(position).copied().flatten(),
+                        channel,
+                    };
+                    applying.applied(&report, applied);
+                }
             }
         }
         answers
@@ -312,7 +336,11 @@ impl Intake {
                 (item.key.clone(), item.report.status, executor)
             })
             .collect();
-        let answers = self.report_many(items).await;
+        let traceparents: Vec<Option<&str>> = positions
+            .iter()
+            .map(|&position| messages[position].traceparent.as_deref())
+            .collect();
+        let answers = self.apply(items, "nats", &traceparents).await;
         for ((position, (key, reported, executor_id)), answer) in
             positions.into_iter().zip(reports).zip(answers)
         {
