@@ -1,4 +1,4 @@
-//! The HTTP API of kairos (DESIGN.md §5): registrar, workflow store and health routes on
+//! The HTTP API of kairos (docs/design.md §5): registrar, workflow store and health routes on
 //! axum. The only crate that serves HTTP: it maps requests to the registrar and the run
 //! intake, and their answers to status codes and problem documents.
 //!

@@ -1,5 +1,5 @@
 //! Handlers of the operator's run requests: `POST /schedules/{id}/trigger` and
-//! `POST /schedules/{id}/backfill` (DESIGN.md §4, §5), each with an optional
+//! `POST /schedules/{id}/backfill` (docs/design.md §4, §5), each with an optional
 //! `overlap_policy` for the runs it creates (a backfill defaults to `queue`).
 
 use axum::body::Bytes;

@@ -1,4 +1,4 @@
-//! Authentication of kairos HTTP callers (DESIGN.md §6).
+//! Authentication of kairos HTTP callers (docs/design.md §6).
 //!
 //! Callers present `Authorization: Bearer <token>`. Depending on `[auth] mode` the token is:
 //!

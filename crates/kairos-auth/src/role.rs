@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::Error;
 
-/// What a caller may do (DESIGN.md §6).
+/// What a caller may do (docs/design.md §6).
 ///
 /// | role | may call |
 /// |---|---|

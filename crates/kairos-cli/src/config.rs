@@ -1,4 +1,4 @@
-//! The service configuration: figment layers exactly as DESIGN.md §5 names them, typed
+//! The service configuration: figment layers exactly as docs/design.md §5 names them, typed
 //! sections, and the cross-field checks that name the offending key.
 //!
 //! Layers, lowest to highest:
@@ -134,7 +134,7 @@ impl HttpConfig {
     }
 }
 
-/// `[scheduler]`: planner and dispatcher timing and defaults (seed 001 §11 plus DESIGN.md §4).
+/// `[scheduler]`: planner and dispatcher timing and defaults (seed 001 §11 plus docs/design.md §4).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {

@@ -1,4 +1,4 @@
-//! Exclusions: times that are not ticks of a schedule (DESIGN.md §4 "Policies").
+//! Exclusions: times that are not ticks of a schedule (docs/design.md §4 "Policies").
 //!
 //! - [`Exclusion`]: one entry of a schedule's `exclude` list — a date (`2026-12-25`), an
 //!   inclusive date range (`2026-12-24..2026-12-26`), or a cron expression read on the wall

@@ -2,7 +2,7 @@
 //!
 //! - [`Spec`]: one schedule string (cron, `@every <duration>`, `@at <RFC3339>`, or the
 //!   chained trigger `@after <schedule_id>` ([`Chain`])), parsed with
-//!   the syntax and rejections of DESIGN.md §4.
+//!   the syntax and rejections of docs/design.md §4.
 //! - [`Timetable`]: a spec in an IANA zone with its anchor and `[start_at, end_at]` window;
 //!   `next_after` applies the DST rules (gap, overlap, strictly-after, horizon 2199);
 //!   `min_gap` is the smallest gap the spec leaves between two ticks.

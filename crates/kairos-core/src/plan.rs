@@ -1,4 +1,4 @@
-//! The planner's decision for one claimed schedule, as a pure function (DESIGN.md §4
+//! The planner's decision for one claimed schedule, as a pure function (docs/design.md §4
 //! "Policies"): which ticks in `[next_run_at, now + lookahead]` become runs, when each fires,
 //! how many were missed, and where `next_run_at` moves.
 //!

@@ -1,4 +1,4 @@
-//! What happens after an attempt of a run fails (DESIGN.md §3 "attempts"): the retry policy
+//! What happens after an attempt of a run fails (docs/design.md §3 "attempts"): the retry policy
 //! of its schedule, checked once at the boundary ([`RetryPolicy::new`]) and asked one
 //! question afterwards ([`RetryPolicy::delay_after`]): how long until the next attempt, or
 //! none (the failed attempt was the last one: the run is dead-lettered).

@@ -32,9 +32,9 @@ pub struct ScheduleRules {
     pub calendars: Vec<String>,
     /// Business-day rolling.
     pub roll: Roll,
-    /// Its own gap rule; `None`: DESIGN.md §4 for its kind.
+    /// Its own gap rule; `None`: docs/design.md §4 for its kind.
     pub dst_gap: Option<DstGap>,
-    /// Its own fold rule; `None`: DESIGN.md §4 for its kind.
+    /// Its own fold rule; `None`: docs/design.md §4 for its kind.
     pub dst_fold: Option<DstFold>,
 }
 

@@ -1,4 +1,4 @@
-//! The run lifecycle's vocabulary (DESIGN.md §3): the status of a run row, where it came
+//! The run lifecycle's vocabulary (docs/design.md §3): the status of a run row, where it came
 //! from, and what an executor reports. Each enum's text is written in its mapping here;
 //! Rust code uses the variants, and the store's statements take their status groups from
 //! these enums (`kairos_store` `groups.rs`) where they are not spelled in SQL.

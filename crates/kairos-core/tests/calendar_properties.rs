@@ -1,5 +1,5 @@
 //! Property tests of exclusions, rolling and per-schedule DST policy against brute-force
-//! oracles that state the rules directly (as `dst_properties.rs` does for DESIGN.md §4):
+//! oracles that state the rules directly (as `dst_properties.rs` does for docs/design.md §4):
 //!
 //! - DST policy: walk every minute of every local date around a real transition of a real
 //!   zone (18 zones, Lord Howe's 30-minute shift and Havana's midnight jump among them) and
@@ -56,7 +56,7 @@ fn fold_strategy() -> impl Strategy<Value = Option<DstFold>> {
     ]
 }
 
-/// The policy in force: the schedule's, else DESIGN.md §4's for the job's kind.
+/// The policy in force: the schedule's, else docs/design.md §4's for the job's kind.
 fn policy(kind: JobKind, gap: Option<DstGap>, fold: Option<DstFold>) -> (DstGap, DstFold) {
     match kind {
         JobKind::FixedTime => (gap.unwrap_or(DstGap::Shift), fold.unwrap_or(DstFold::First)),

@@ -1,4 +1,4 @@
-//! Property tests around DST transitions (DESIGN.md §4 rules 3, 5, 6, 7).
+//! Property tests around DST transitions (docs/design.md §4 rules 3, 5, 6, 7).
 //!
 //! The strongest check compares `Timetable` with a brute-force oracle that states the rules
 //! directly: walk every minute of a window around a real transition of a real zone and

@@ -1,4 +1,4 @@
-//! DESIGN.md §4.1 as a table: what parses (and how it is classified) and what is rejected,
+//! docs/design.md §4.1 as a table: what parses (and how it is classified) and what is rejected,
 //! with the field each rejection names.
 
 use chrono::{DateTime, SecondsFormat, Utc};

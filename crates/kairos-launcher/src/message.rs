@@ -1,4 +1,4 @@
-//! The launch message of DESIGN.md §5 (`schemas/launch.schema.json`), as sent on
+//! The launch message of docs/design.md §5 (`schemas/launch.schema.json`), as sent on
 //! `kairos.launch.<workflow_id>` (`<nats.subject_prefix>.launch.<workflow_id>`).
 
 use std::sync::Arc;

@@ -18,7 +18,7 @@ use crate::rules::{self, rfc3339, CheckedRules, RulesInput};
 /// Registrar behaviour taken from configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The smallest gap allowed between two ticks of a schedule (DESIGN.md §6).
+    /// The smallest gap allowed between two ticks of a schedule (docs/design.md §6).
     pub min_interval: Duration,
     /// When set, the only zones a schedule may use.
     pub allowed_zones: Option<Vec<String>>,

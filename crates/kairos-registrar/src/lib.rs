@@ -1,4 +1,4 @@
-//! The registrar: validates schedules and workflows and stores them (DESIGN.md §3–§6).
+//! The registrar: validates schedules and workflows and stores them (docs/design.md §3–§6).
 //!
 //! - [`Registrar::upsert`] checks every field (all problems at once), computes `next_run_at`
 //!   from `max(db now, start_at)` with the core's rules, and writes with a revision check.

@@ -23,9 +23,9 @@ pub struct RulesInput {
     pub exclude_calendars: Option<Vec<String>>,
     /// `none`, `forward` or `backward`.
     pub roll: Option<String>,
-    /// `shift` or `skip`; absent: DESIGN.md §4 for the job's kind.
+    /// `shift` or `skip`; absent: docs/design.md §4 for the job's kind.
     pub dst_gap: Option<String>,
-    /// `first`, `last` or `both`; absent: DESIGN.md §4 for the job's kind.
+    /// `first`, `last` or `both`; absent: docs/design.md §4 for the job's kind.
     pub dst_fold: Option<String>,
 }
 

@@ -1,4 +1,4 @@
-//! Runs an operator asks for (DESIGN.md §4): trigger-now and backfill.
+//! Runs an operator asks for (docs/design.md §4): trigger-now and backfill.
 //!
 //! - [`Registrar::trigger`]: one run keyed on the schedule and the caller's request id
 //!   ([`RunKey::manual`], its own key space), `source = manual`, firing at the database's now.

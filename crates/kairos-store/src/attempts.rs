@@ -1,4 +1,4 @@
-//! A run's attempts (DESIGN.md §3): the next attempt after a timed-out one, the history of
+//! A run's attempts (docs/design.md §3): the next attempt after a timed-out one, the history of
 //! finished attempts, one more attempt on request (`POST /runs/{key}/retry`), and dead
 //! letters — their listing and the outbox the sweeper publishes to the DLQ stream.
 //!

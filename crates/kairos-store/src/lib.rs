@@ -80,7 +80,7 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The database's current time (`now()`: the start of the current transaction), or
-/// `pinned` when given, so tests can fix "now" without sleeping (DESIGN.md invariant 3).
+/// `pinned` when given, so tests can fix "now" without sleeping (docs/design.md invariant 3).
 ///
 /// # Errors
 /// [`Error::Database`] when the query fails.
@@ -95,7 +95,7 @@ pub async fn now(db: impl PgExecutor<'_>, pinned: Option<DateTime<Utc>>) -> Resu
 /// A pool on `url`, creating the database first when it does not exist (so `kairos serve`
 /// works on a fresh PostgreSQL). Every session bounds its statements and its idle time inside
 /// a transaction, so no kairos session can hold back vacuum on the queue tables for long
-/// (DESIGN.md §7).
+/// (docs/design.md §7).
 ///
 /// Sessions also plan with `random_page_cost = 1.1` (solid-state storage) instead of the
 /// server's default 4: with 4, recording a batch of 2,000 outcomes by key was planned as a

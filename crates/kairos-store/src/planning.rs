@@ -1,4 +1,4 @@
-//! The planner's statements (DESIGN.md §1, invariants 1, 3 and 4): claim due schedules with
+//! The planner's statements (docs/design.md §1, invariants 1, 3 and 4): claim due schedules with
 //! `for update skip locked`, write a batch of run rows in one `unnest` insert (`on conflict do
 //! nothing`), advance a batch of schedules in one `unnest` update.
 //!

@@ -1,4 +1,4 @@
-//! The planner (DESIGN.md §1): due schedules → `PENDING` run rows, on every instance, no
+//! The planner (docs/design.md §1): due schedules → `PENDING` run rows, on every instance, no
 //! leader.
 //!
 //! One pass is one transaction: read the database clock, claim up to `batch_size` schedules

@@ -1,6 +1,6 @@
 //! [`Spec`]: one schedule string — a cron expression, `@every <duration>`, `@at <RFC3339>`
 //! or the chained trigger `@after <schedule_id> [on success|failure|always]` — checked
-//! against DESIGN.md §4.1 and ready to be evaluated by a `Timetable` (a chained trigger's
+//! against docs/design.md §4.1 and ready to be evaluated by a `Timetable` (a chained trigger's
 //! timetable never fires: its runs come from its parent's, not from the clock).
 
 mod after;
@@ -21,7 +21,7 @@ pub const MIN_YEAR: i32 = 1970;
 /// Last year searched: nothing found before its end means the schedule is exhausted.
 pub const HORIZON_YEAR: i32 = 2199;
 
-/// How a cron job behaves across DST transitions (DESIGN.md §4 rule 4).
+/// How a cron job behaves across DST transitions (docs/design.md §4 rule 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobKind {
     /// No time field starts with `*`: fires once per matching local time, even in a gap
@@ -60,7 +60,7 @@ impl Spec {
     ///
     /// # Errors
     /// A [`SpecError`] naming the field, the value and the rule, for any of the rejections
-    /// of DESIGN.md §4.1 (including an expression that never fires between 1970 and 2199).
+    /// of docs/design.md §4.1 (including an expression that never fires between 1970 and 2199).
     pub fn parse(text: &str) -> Result<Spec, SpecError> {
         let trimmed = text.trim();
         if trimmed.is_empty() {

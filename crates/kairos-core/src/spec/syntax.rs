@@ -1,4 +1,4 @@
-//! Our own reading of the cron text, before `croner` sees it: every rule of DESIGN.md §4.1
+//! Our own reading of the cron text, before `croner` sees it: every rule of docs/design.md §4.1
 //! checked field by field so an error names the field, the value and the rule, then the
 //! expression rewritten as the 7 numeric fields `croner` parses unambiguously.
 
@@ -9,7 +9,7 @@ use super::{CronField, JobKind, SpecError};
 pub(crate) struct CronText {
     /// `sec min hour dom mon dow year`, names replaced by numbers, `?` by `*`.
     pub(crate) normalized: String,
-    /// Fixed-time or wildcard (DESIGN.md §4 rule 4).
+    /// Fixed-time or wildcard (docs/design.md §4 rule 4).
     pub(crate) kind: JobKind,
 }
 

@@ -1,4 +1,4 @@
-//! Wall time → instant, with the DST rules of DESIGN.md §4 (rules 3, 5, 6) or a schedule's
+//! Wall time → instant, with the DST rules of docs/design.md §4 (rules 3, 5, 6) or a schedule's
 //! own `dst_gap`/`dst_fold`.
 //!
 //! The calendar yields matching *wall* times in ascending order; this module maps them to
@@ -28,7 +28,7 @@ pub(crate) struct DstPolicy {
 }
 
 impl DstPolicy {
-    /// The rules of DESIGN.md §4 for `kind`, each replaced by the schedule's own when set.
+    /// The rules of docs/design.md §4 for `kind`, each replaced by the schedule's own when set.
     pub(crate) fn of(kind: JobKind, gap: Option<DstGap>, fold: Option<DstFold>) -> DstPolicy {
         let (default_gap, default_fold) = match kind {
             JobKind::FixedTime => (DstGap::Shift, DstFold::First),

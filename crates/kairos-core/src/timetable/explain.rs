@@ -23,9 +23,9 @@ pub struct Excluded {
 pub enum RuleSource {
     /// The schedule's own `dst_gap`/`dst_fold`.
     Schedule,
-    /// DESIGN.md §4 for fixed-time jobs.
+    /// docs/design.md §4 for fixed-time jobs.
     FixedTimeDefault,
-    /// DESIGN.md §4 for wildcard jobs.
+    /// docs/design.md §4 for wildcard jobs.
     WildcardDefault,
 }
 

@@ -68,7 +68,7 @@ impl Timetable {
         self
     }
 
-    /// Replaces the DST rules of DESIGN.md §4 (rules 5 and 6) for cron specs; `None` keeps
+    /// Replaces the DST rules of docs/design.md §4 (rules 5 and 6) for cron specs; `None` keeps
     /// the rule for the job's kind.
     pub fn dst(mut self, gap: Option<DstGap>, fold: Option<DstFold>) -> Self {
         self.dst_gap = gap;
