@@ -1,27 +1,19 @@
 //! `kairos schedules list|get|pause|resume|delete|trigger|backfill|upsert` and `kairos runs
-//! list|retry|cancel|dead-letters`: admin verbs over
-//! the HTTP API, so they obey the same auth and validation as every other caller and show
-//! exactly what the API answers. `schedules get` prints every field of the answer (stats
-//! included) one per line and `runs list` a table (`show.rs`); `--json` prints the answer
-//! as it came, as `schedules list` always does. A refusal prints the problem's detail (and
-//! each field error) and exits non-zero.
+//! list|retry|cancel|dead-letters`: admin verbs over the HTTP API, so they obey the same auth
+//! and validation as every other caller and show exactly what the API answers. Listings print
+//! a table, one thing a field per line (`show.rs`); `--json` prints the answer as it came
+//! (nothing for a change the API answers with no body). A refusal prints the problem's detail
+//! (and each field error) and exits non-zero.
 
 use anyhow::{bail, Context};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
+use crate::global::Global;
+
 /// Arguments of `kairos schedules`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Base URL of a kairos API.
-    #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
-    url: String,
-    /// Bearer token (a reader suffices for list/get; pause, resume and delete need a deployer).
-    #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// Print the API's JSON answer instead of text.
-    #[arg(long, global = true)]
-    json: bool,
     #[command(subcommand)]
     verb: Verb,
 }
@@ -29,15 +21,6 @@ pub struct Args {
 /// Arguments of `kairos runs`.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
-    /// Base URL of a kairos API.
-    #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
-    url: String,
-    /// Bearer token (a reader suffices to list; retry and cancel need a deployer).
-    #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// Print the API's JSON answer instead of a table.
-    #[arg(long, global = true)]
-    json: bool,
     #[command(subcommand)]
     verb: RunsVerb,
 }
@@ -178,35 +161,60 @@ enum Verb {
 ///
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
-pub fn run(args: &Args) -> anyhow::Result<()> {
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let request = request(&args.verb)?;
-    let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
-    let text = match (&answer, &args.verb, args.json) {
-        (None, ..) => "ok".to_string(),
-        (Some(body), Verb::Get { .. }, false) => crate::show::fields(body),
-        (Some(body), ..) => serde_json::to_string_pretty(body)?,
+    let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
+    let Some(body) = answer else {
+        if !global.json {
+            let (done, id) = match &args.verb {
+                Verb::Pause { id, .. } => ("paused", id),
+                Verb::Resume { id } => ("resumed", id),
+                Verb::Delete { id } => ("deleted", id),
+                _ => ("done", &String::new()),
+            };
+            println!("{done} {id}");
+        }
+        return Ok(());
     };
-    println!("{text}");
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&body)?);
+        return Ok(());
+    }
+    match &args.verb {
+        Verb::List { .. } => {
+            print!("{}", crate::show::schedules_table(&body));
+            print_cursor(&body);
+        }
+        Verb::Trigger { .. } => {
+            print!("{}", crate::show::runs_table(&json!({ "runs": [body] })));
+        }
+        _ => println!("{}", crate::show::fields(&body)),
+    }
     Ok(())
+}
+
+/// The `next_cursor` line under a page, when there is a next page.
+fn print_cursor(body: &Value) {
+    if let Some(cursor) = body["next_cursor"].as_str() {
+        println!("next_cursor: {cursor}");
+    }
 }
 
 /// Runs one `kairos runs` verb against the API.
 ///
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
-pub fn run_runs(args: &RunsArgs) -> anyhow::Result<()> {
+pub fn run_runs(args: &RunsArgs, global: &Global) -> anyhow::Result<()> {
     let request = runs_request(&args.verb);
-    let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
+    let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
     let body = answer.context("the API answered no body")?;
-    if args.json {
+    if global.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
     } else if body.get("runs").is_some() {
         print!("{}", crate::show::runs_table(&body));
-        if let Some(cursor) = body["next_cursor"].as_str() {
-            println!("next_cursor: {cursor}");
-        }
+        print_cursor(&body);
     } else {
-        let one = serde_json::json!({ "runs": [body] });
+        let one = json!({ "runs": [body] });
         print!("{}", crate::show::runs_table(&one));
         if let Some(message) = body["message"].as_str() {
             println!("{message}");
@@ -387,7 +395,7 @@ fn new_request_id() -> String {
 }
 
 /// The JSON in `file` (`-`: standard input).
-fn read_json(file: &str) -> anyhow::Result<Value> {
+pub(crate) fn read_json(file: &str) -> anyhow::Result<Value> {
     let text = if file == "-" {
         std::io::read_to_string(std::io::stdin()).context("read standard input")?
     } else {

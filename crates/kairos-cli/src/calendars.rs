@@ -1,5 +1,6 @@
 //! `kairos calendars put|get|delete|list`: named exclusion calendars over the HTTP API
-//! (`/calendars`); a change re-plans every schedule that uses the calendar.
+//! (`/calendars`); a change re-plans every schedule that uses the calendar. `list` prints a
+//! table, `put` and `get` one field per line; `--json` prints the API's answer.
 
 use std::path::PathBuf;
 
@@ -8,16 +9,11 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::admin::{block_on, call, segment, Request};
+use crate::global::Global;
 
 /// Arguments of `kairos calendars`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Base URL of a kairos API.
-    #[arg(long, env = "KAIROS_URL", default_value = "http://127.0.0.1:8080")]
-    url: String,
-    /// Bearer token (a reader suffices for get/list; put and delete need a deployer).
-    #[arg(long, env = "KAIROS_TOKEN", hide_env_values = true)]
-    token: Option<String>,
     #[command(subcommand)]
     verb: Verb,
 }
@@ -53,16 +49,21 @@ enum Verb {
     List,
 }
 
-/// Runs one verb against the API and prints its JSON answer.
+/// Runs one verb against the API and prints its answer.
 ///
 /// # Errors
 /// An unreadable file, an unreachable API, or a refusal (the problem's detail).
-pub fn run(args: &Args) -> anyhow::Result<()> {
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let request = request(&args.verb)?;
-    let answer = block_on(call(&args.url, args.token.as_deref(), request))?;
-    match answer {
-        Some(body) => println!("{}", serde_json::to_string_pretty(&body)?),
-        None => println!("deleted"),
+    let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
+    match (answer, global.json) {
+        (Some(body), true) => println!("{}", serde_json::to_string_pretty(&body)?),
+        (Some(body), false) if matches!(args.verb, Verb::List) => {
+            print!("{}", crate::show::calendars_table(&body));
+        }
+        (Some(body), false) => println!("{}", crate::show::fields(&body)),
+        (None, true) => {}
+        (None, false) => println!("deleted"),
     }
     Ok(())
 }

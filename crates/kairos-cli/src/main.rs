@@ -1,24 +1,34 @@
 //! The `kairos` binary: parses the command line and hands each verb to its module.
-//! No business logic lives here.
+//! No business logic lives here. The flags of [`global::Global`] (`--url`, `--token`,
+//! `--json`) are accepted anywhere on the line.
 
 mod admin;
 mod calendars;
 mod config;
 mod dispatch;
+mod global;
 mod migrate;
 mod otlp;
 mod preview;
 mod serve;
 mod show;
+mod workflows;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// kairos — a workflow trigger service: cron schedules in, exactly-once launches out.
 #[derive(Debug, Parser)]
-#[command(name = "kairos", version, about)]
+#[command(
+    name = "kairos",
+    version,
+    after_help = "--url, --token and --json go anywhere on the line; KAIROS_URL and \
+                  KAIROS_TOKEN set the first two from the environment."
+)]
 struct Cli {
+    #[command(flatten)]
+    global: global::Global,
     #[command(subcommand)]
     command: Command,
 }
@@ -31,24 +41,46 @@ enum Command {
     Serve(serve::Args),
     /// Apply the database migrations and exit.
     Migrate(migrate::Args),
-    /// Admin verbs on schedules, over the HTTP API.
+    /// List, show, change, trigger and backfill schedules.
     Schedules(admin::Args),
-    /// Named exclusion calendars (`put`, `get`, `delete`, `list`), over the HTTP API.
+    /// Deploy a workflow version (its DAG and schedules) and show a stored one.
+    Workflows(workflows::Args),
+    /// Named exclusion calendars: put, get, delete and list them.
     Calendars(calendars::Args),
-    /// Admin verbs on runs (`runs list`, `runs retry`, `runs cancel`, `runs dead-letters`), over
-    /// the HTTP API.
+    /// List a schedule's runs, retry or cancel a run, list dead letters.
     Runs(admin::RunsArgs),
+    /// Print a shell completion script (bash, zsh or fish) to standard output.
+    Completions {
+        /// The shell to complete in, e.g. `kairos completions bash > /etc/bash_completion.d/kairos`.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let global = &cli.global;
     match cli.command {
-        Command::Preview(args) => preview::run(&args),
+        Command::Preview(args) => preview::run(&args, global.json),
         Command::Serve(args) => exit(serve::run(&args)),
         Command::Migrate(args) => exit(migrate::run(&args)),
-        Command::Schedules(args) => exit(admin::run(&args)),
-        Command::Runs(args) => exit(admin::run_runs(&args)),
-        Command::Calendars(args) => exit(calendars::run(&args)),
+        Command::Schedules(args) => exit(admin::run(&args, global)),
+        Command::Workflows(args) => exit(workflows::run(&args, global)),
+        Command::Runs(args) => exit(admin::run_runs(&args, global)),
+        Command::Calendars(args) => exit(calendars::run(&args, global)),
+        Command::Completions { shell } => exit(completions(shell)),
+    }
+}
+
+/// Writes the completion script of `shell` to standard output (a closed pipe, as in
+/// `kairos completions bash | head`, is not an error).
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "kairos", &mut script);
+    match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(err).context("write the completion script"))
+        }
+        _ => Ok(()),
     }
 }
 

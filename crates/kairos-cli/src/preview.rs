@@ -33,9 +33,6 @@ pub struct Args {
     /// Also the anchor of `@every`.
     #[arg(long)]
     after: Option<String>,
-    /// Print `{"fire_times": [...]}` instead of one time per line.
-    #[arg(long)]
-    json: bool,
     /// Exclude a date (`2026-12-25`), a range (`2026-12-24..2026-12-26`) or the times of a
     /// cron expression in the zone (`* * * * SAT,SUN`). Repeatable.
     #[arg(long = "exclude", value_name = "ENTRY")]
@@ -72,11 +69,13 @@ pub struct Args {
     end_at: Option<String>,
 }
 
-/// Runs the preview; exit code 2 on invalid input.
-pub fn run(args: &Args) -> ExitCode {
+/// Runs the preview; exit code 2 on invalid input. `json` (the global `--json`) prints
+/// `{"fire_times": [...]}` (`{"explained": [...]}` with `--explain`) instead of one time per
+/// line.
+pub fn run(args: &Args, json: bool) -> ExitCode {
     match fire_times(args) {
         Ok(times) => {
-            print(args, &times);
+            print(args, json, &times);
             ExitCode::SUCCESS
         }
         Err(message) => {
@@ -228,8 +227,8 @@ fn calendar_file(path: &Path) -> Result<NamedCalendar, String> {
     NamedCalendar::new(name, dates).map_err(|err| format!("--calendar-file {shown}: {err}"))
 }
 
-fn print(args: &Args, times: &[String]) {
-    if args.json {
+fn print(args: &Args, json: bool, times: &[String]) {
+    if json {
         let key = if args.explain {
             "explained"
         } else {

@@ -1,7 +1,7 @@
-//! Text renderings of API answers for the admin verbs: `schedules get` as one field per line
-//! (nested objects such as `stats` flattened to `stats.why`), `runs list` as a table. Both
-//! show every field the API answered (the table the ones an operator scans; `--json` has the
-//! rest), so the CLI never tells a different story from the API.
+//! Text renderings of API answers for the admin verbs: one thing as one field per line
+//! (nested objects flattened to `stats.why`, lists of objects to `schedules[0].revision`),
+//! a listing as a table of the columns an operator scans (`--json` has the rest), so the CLI
+//! never tells a different story from the API.
 
 use serde_json::Value;
 
@@ -28,6 +28,11 @@ fn flatten(prefix: &str, value: &Value, lines: &mut Vec<(String, String)>) {
                     format!("{prefix}.{key}")
                 };
                 flatten(&key, value, lines);
+            }
+        }
+        Value::Array(items) if items.iter().any(Value::is_object) => {
+            for (index, item) in items.iter().enumerate() {
+                flatten(&format!("{prefix}[{index}]"), item, lines);
             }
         }
         other => lines.push((prefix.to_string(), scalar(other))),
@@ -60,22 +65,70 @@ const RUN_COLUMNS: [(&str, &str); 7] = [
 /// the list is empty.
 pub fn runs_table(body: &Value) -> String {
     let runs = body["runs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if runs.is_empty() {
-        return "no runs\n".to_string();
+    let cell = |run: &Value, field: &str| match (field, &run[field]) {
+        ("reason", Value::Null) => scalar(&run["last_error"]),
+        (_, value) => scalar(value),
+    };
+    table(runs, &RUN_COLUMNS, &cell, "no runs")
+}
+
+/// The columns of [`schedules_table`].
+const SCHEDULE_COLUMNS: [(&str, &str); 7] = [
+    ("SCHEDULE_ID", "schedule_id"),
+    ("WORKFLOW", "workflow_id"),
+    ("VERSION", "version"),
+    ("SPEC", "cron_expr"),
+    ("TIMEZONE", "timezone"),
+    ("PAUSED", "paused"),
+    ("NEXT_RUN_AT", "next_run_at"),
+];
+
+/// `{schedules: [...]}` as a table; "no schedules" when the page is empty.
+pub fn schedules_table(body: &Value) -> String {
+    let rows = body["schedules"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let cell = |row: &Value, field: &str| scalar(&row[field]);
+    table(rows, &SCHEDULE_COLUMNS, &cell, "no schedules")
+}
+
+/// The columns of [`calendars_table`] (`dates` shows how many).
+const CALENDAR_COLUMNS: [(&str, &str); 4] = [
+    ("NAME", "name"),
+    ("DATES", "dates"),
+    ("REVISION", "revision"),
+    ("DESCRIPTION", "description"),
+];
+
+/// `{calendars: [...]}` as a table; "no calendars" when there is none.
+pub fn calendars_table(body: &Value) -> String {
+    let rows = body["calendars"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let cell = |row: &Value, field: &str| match &row[field] {
+        Value::Array(dates) if field == "dates" => dates.len().to_string(),
+        value => scalar(value),
+    };
+    table(rows, &CALENDAR_COLUMNS, &cell, "no calendars")
+}
+
+/// Rows as aligned columns under a header line; `empty` alone when there is no row.
+fn table(
+    rows: &[Value],
+    columns: &[(&str, &str)],
+    cell: &dyn Fn(&Value, &str) -> String,
+    empty: &str,
+) -> String {
+    if rows.is_empty() {
+        return format!("{empty}\n");
     }
-    let rows: Vec<Vec<String>> = runs
+    let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|run| {
-            RUN_COLUMNS
-                .iter()
-                .map(|(_, field)| match (*field, &run[*field]) {
-                    ("reason", Value::Null) => scalar(&run["last_error"]),
-                    (_, value) => scalar(value),
-                })
-                .collect()
-        })
+        .map(|row| columns.iter().map(|(_, field)| cell(row, field)).collect())
         .collect();
-    let widths: Vec<usize> = RUN_COLUMNS
+    let widths: Vec<usize> = columns
         .iter()
         .enumerate()
         .map(|(i, (header, _))| {
@@ -97,7 +150,7 @@ pub fn runs_table(body: &Value) -> String {
         text.push('\n');
         text
     };
-    let mut out = line(RUN_COLUMNS.iter().map(|(header, _)| *header).collect());
+    let mut out = line(columns.iter().map(|(header, _)| *header).collect());
     for row in &rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
@@ -132,6 +185,17 @@ mod tests {
              stats.last_not_launched.status  SKIPPED\n\
              stats.missed_ticks              3\n\
              stats.why                       -"
+        );
+    }
+
+    #[test]
+    fn fields_index_lists_of_objects() {
+        let body = json!({"created": true, "schedules": [{"schedule_id": "a", "revision": 1}]});
+        assert_eq!(
+            fields(&body),
+            "created                   true\n\
+             schedules[0].revision     1\n\
+             schedules[0].schedule_id  a"
         );
     }
 

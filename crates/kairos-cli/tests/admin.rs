@@ -100,6 +100,7 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     let put = stdout(&kairos(
         port,
         &[
+            "--json",
             "calendars",
             "put",
             "holidays",
@@ -117,10 +118,14 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
         serde_json::json!(["2026-12-25", "2026-12-26"])
     );
     let listed = stdout(&kairos(port, &["calendars", "list"]));
-    assert!(
-        listed.contains("holidays") && listed.contains("Christmas"),
-        "{listed}"
-    );
+    let row: Vec<&str> = listed
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert!(listed.starts_with("NAME"), "{listed}");
+    assert_eq!(row, ["holidays", "2", "1", "Christmas"], "{listed}");
     assert!(stdout(&kairos(port, &["calendars", "get", "holidays"])).contains("2026-12-26"));
     assert_eq!(
         stdout(&kairos(port, &["calendars", "delete", "holidays"])),
@@ -164,7 +169,7 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
     // A dry-run says what would happen and stores nothing.
     let dry = stdout(&kairos(
         port,
-        &["schedules", "upsert", "--file", file, "--dry-run"],
+        &["schedules", "upsert", "--file", file, "--dry-run", "--json"],
     ));
     let dry: serde_json::Value = serde_json::from_str(&dry).expect("JSON");
     assert_eq!(dry["schedules"][0]["change"], "created", "{dry}");
@@ -173,7 +178,12 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
         "nothing stored"
     );
     let stored = stdout(&kairos(port, &["schedules", "upsert", "--file", file]));
-    assert!(stored.contains("\"revision\": 1"), "{stored}");
+    assert!(
+        stored
+            .lines()
+            .any(|l| l.split_whitespace().eq(["revision", "1"])),
+        "{stored}"
+    );
 
     // Trigger: one run per request id, the override applied; a bad policy is refused.
     let args = [
@@ -184,6 +194,7 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
         "r1",
         "--overlap-policy",
         "allow",
+        "--json",
     ];
     let first: serde_json::Value =
         serde_json::from_str(&stdout(&kairos(port, &args))).expect("JSON");
@@ -209,6 +220,7 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
             "2026-01-01T00:00:00Z",
             "--to",
             "2026-01-01T02:00:00Z",
+            "--json",
         ],
     ));
     let backfill: serde_json::Value = serde_json::from_str(&backfill).expect("JSON");
