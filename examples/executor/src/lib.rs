@@ -1,14 +1,17 @@
 //! An example executor for kairos, written only from `schemas/launch.schema.json`,
 //! `schemas/dag.schema.json` and `schemas/status.schema.json` (no kairos crate is used).
 //!
-//! It pulls launch messages from the `KAIROS_LAUNCH` stream with a durable consumer, reports
-//! `STARTED`, "runs" the DAG's nodes in dependency order while reporting `HEARTBEAT` every
-//! [`Settings::heartbeat_every`], reports `SUCCESS` or `FAILED`, and only then acknowledges
-//! the message — so a crash mid-run means redelivery, and kairos's forward-only status plus
-//! its "first STARTED owns the run" rule keep a tick from running twice on two executors.
-//! Every report echoes the launch message's `attempt`, so a late report about an earlier
-//! attempt never touches a newer one. Cancel requests (`schemas/cancel.schema.json`, on
-//! `<prefix>.cancel.>`) stop the run they name, which is then reported `CANCELLED`
+//! It pulls launch messages from the `KAIROS_LAUNCH` stream with a durable consumer and works
+//! on up to [`Settings::concurrency`] of them at once, each in its own task (`consume.rs`):
+//! it reports `STARTED`, "runs" the DAG's nodes in dependency order while reporting
+//! `HEARTBEAT` every [`Settings::heartbeat_every`], reports `SUCCESS` or `FAILED`, and only
+//! then acknowledges the message — so a crash mid-run means redelivery. While a run works its
+//! message gets a progress ack every third of the consumer's ack wait, so a run longer than
+//! the ack wait is not redelivered and run twice. Over HTTP kairos answers `STARTED` with the
+//! run; a run that is not this attempt's and this executor's (409, finished, another attempt)
+//! is not run. Every report echoes the launch message's `attempt`, so a late report about an
+//! earlier attempt never touches a newer one. Cancel requests (`schemas/cancel.schema.json`,
+//! on `<prefix>.cancel.>`) stop the run they name, which is then reported `CANCELLED`
 //! (`cancel.rs`).
 //!
 //! Demo node fields: `sleep_ms` (how long the node "runs"), `fail: true` (the node fails),
@@ -17,19 +20,18 @@
 //! dead-letters the run without another attempt).
 
 mod cancel;
+mod consume;
 mod dag;
 mod report;
 
 use std::time::Duration;
 
-use anyhow::Context;
-use async_nats::jetstream::{self, consumer::pull, AckKind};
-use futures::StreamExt;
 use serde::Deserialize;
 
 pub use cancel::{CancelRequest, Cancels};
+pub use consume::run;
 pub use dag::dependency_order;
-pub use report::{Outcome, Reporter, Status, StatusUpdate};
+pub use report::{Outcome, Reporter, RunAnswer, Status, StatusUpdate};
 
 /// The launch message body (`schemas/launch.schema.json`); fields not needed here are skipped.
 #[derive(Debug, Clone, Deserialize)]
@@ -62,84 +64,78 @@ pub struct Settings {
     /// How often to report `HEARTBEAT` while a run works: above zero, and well below the
     /// schedules' `heartbeat_timeout_s` ([`DEFAULT_HEARTBEAT_EVERY`] unless told).
     pub heartbeat_every: Duration,
+    /// Most runs worked on at once (at least 1). A message is fetched only when one of these
+    /// slots is free, so none waits unworked in the executor while its ack wait runs out.
+    pub concurrency: usize,
+    /// The durable's ack wait, set when this executor creates it (an existing durable keeps
+    /// its own). Progress acks go out every third of the durable's actual ack wait.
+    pub ack_wait: Duration,
+    /// Where a durable this executor creates starts (an existing one keeps its own).
+    pub deliver: Deliver,
+}
+
+/// Where a new durable consumer starts in the launch stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deliver {
+    /// At the launches published from its creation on: a fresh executor does not replay the
+    /// stream (kept for days), whose older launches other executors ran or are running.
+    New,
+    /// At the start of the stream: every launch it still holds.
+    All,
 }
 
 /// The heartbeat interval when none is given: 10 s.
 pub const DEFAULT_HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+/// Runs worked on at once when not told: 4.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// The ack wait of a durable this executor creates, when not told: 30 s.
+pub const DEFAULT_ACK_WAIT: Duration = Duration::from_secs(30);
 
-/// Consumes launch messages until the stream of messages ends.
-///
-/// # Errors
-/// When NATS cannot be reached or the stream does not exist.
-pub async fn run(settings: &Settings, reporter: &Reporter) -> anyhow::Result<()> {
-    let client = async_nats::connect(&settings.nats_url)
-        .await
-        .with_context(|| format!("connect to {}", settings.nats_url))?;
-    let cancels = Cancels::default();
-    let listener = cancel::listen(&client, &settings.subject_prefix, cancels.clone()).await?;
-    let stream = jetstream::new(client)
-        .get_stream(&settings.stream)
-        .await
-        .with_context(|| format!("stream {} (start kairos serve first)", settings.stream))?;
-    let consumer: jetstream::consumer::PullConsumer = stream
-        .get_or_create_consumer(
-            &settings.durable,
-            pull::Config {
-                durable_name: Some(settings.durable.clone()),
-                ack_wait: Duration::from_secs(60),
-                ..Default::default()
-            },
-        )
-        .await
-        .context("create the durable consumer")?;
-    let mut messages = consumer.messages().await.context("pull messages")?;
-    while let Some(message) = messages.next().await {
-        let message = message.context("receive a launch message")?;
-        match serde_json::from_slice::<Launch>(&message.payload) {
-            Ok(launch) => {
-                handle(&launch, settings, reporter, &cancels).await;
-                message
-                    .ack()
-                    .await
-                    .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
-            }
-            Err(err) => {
-                eprintln!("executor: not a launch message ({err}); terminating it");
-                let _ = message.ack_with(AckKind::Term).await;
-            }
-        }
-    }
-    listener.abort();
-    Ok(())
+/// What to do with a launch message once [`handle`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    /// The run ended, or it is not this executor's to run: acknowledge the message.
+    Ack,
+    /// `STARTED` could not be sent, so the run was not claimed: leave the message
+    /// unacknowledged, and JetStream delivers it again after the ack wait.
+    Redeliver,
 }
 
 /// Runs one launch: STARTED, the nodes in order with heartbeats, then SUCCESS or FAILED
 /// (or CANCELLED when a cancel request names it), every report about `launch.attempt`.
-pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter, cancels: &Cancels) {
+/// When kairos's answer to STARTED says the run is not this attempt's and this executor's
+/// (another executor owns it, it already ended, kairos is at another attempt), it is not run.
+pub async fn handle(
+    launch: &Launch,
+    settings: &Settings,
+    reporter: &Reporter,
+    cancels: &Cancels,
+) -> Handled {
     let key = &launch.idempotency_key;
     let executor_id = settings.executor_id.as_str();
     let Some(cancelled) = cancels.begin(key, launch.attempt) else {
         println!("executor: {key} was cancelled before it started; not running it");
-        let done = StatusUpdate::new(Status::Cancelled, executor_id, launch.attempt);
-        if let Err(err) = reporter.report(key, &done).await {
-            eprintln!("executor: could not report CANCELLED for {key}: {err:#}");
-        }
+        report_cancelled(launch, settings, reporter).await;
         cancels.end(key, launch.attempt);
-        return;
+        return Handled::Ack;
     };
     let started = StatusUpdate::new(Status::Started, executor_id, launch.attempt);
-    match reporter.report(key, &started).await {
-        Ok(Outcome::Accepted) => {}
-        Ok(Outcome::OwnedByAnother) => {
-            println!("executor: {key} is owned by another executor; not running it");
-            return;
-        }
+    let claim = reporter.report(key, &started).await;
+    let claimed = match &claim {
+        Ok(Outcome::Accepted(None)) => true,
+        Ok(Outcome::Accepted(Some(run))) => run.runs_here(launch.attempt, executor_id),
+        Ok(Outcome::OwnedByAnother) => false,
         Err(err) => {
             // Without a STARTED on record we cannot claim the run; leave it to redelivery.
-            eprintln!("executor: could not report STARTED for {key}: {err:#}");
+            eprintln!("executor: could not report STARTED for {key}: {err:#}; left for redelivery");
             cancels.end(key, launch.attempt);
-            return;
+            return Handled::Redeliver;
         }
+    };
+    if !claimed {
+        cancels.end(key, launch.attempt);
+        not_ours(launch, settings, reporter, &claim).await;
+        return Handled::Ack;
     }
     let result = tokio::select! {
         result = run_with_heartbeats(launch, settings, reporter) => Some(result),
@@ -166,7 +162,48 @@ pub async fn handle(launch: &Launch, settings: &Settings, reporter: &Reporter, c
         }
     };
     if let Err(err) = reporter.report(key, &done).await {
+        // The message is acknowledged anyway: running the DAG again would not help, and
+        // without an end report kairos times the attempt out.
         eprintln!("executor: could not report the end of {key}: {err:#}");
+    }
+    Handled::Ack
+}
+
+/// Logs why a launch is not run here; a run kairos has `CANCELLING` at this attempt (the
+/// cancel came before any executor started it) is confirmed `CANCELLED`.
+async fn not_ours(
+    launch: &Launch,
+    settings: &Settings,
+    reporter: &Reporter,
+    claim: &anyhow::Result<Outcome>,
+) {
+    let key = &launch.idempotency_key;
+    let attempt = launch.attempt;
+    match claim {
+        Ok(Outcome::Accepted(Some(run))) => {
+            println!(
+                "executor: {key} is {} at attempt {} (executor {}); not running attempt {attempt}",
+                run.status,
+                run.attempt,
+                run.executor_id.as_deref().unwrap_or("none")
+            );
+            let mine = run
+                .executor_id
+                .as_deref()
+                .is_none_or(|id| id == settings.executor_id);
+            if run.status == "CANCELLING" && run.attempt == attempt && mine {
+                report_cancelled(launch, settings, reporter).await;
+            }
+        }
+        _ => println!("executor: {key} is owned by another executor; not running it"),
+    }
+}
+
+async fn report_cancelled(launch: &Launch, settings: &Settings, reporter: &Reporter) {
+    let key = &launch.idempotency_key;
+    let done = StatusUpdate::new(Status::Cancelled, &settings.executor_id, launch.attempt);
+    if let Err(err) = reporter.report(key, &done).await {
+        eprintln!("executor: could not report CANCELLED for {key}: {err:#}");
     }
 }
 
@@ -205,7 +242,7 @@ async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter) {
     let key = &launch.idempotency_key;
     let beat = StatusUpdate::new(Status::Heartbeat, &settings.executor_id, launch.attempt);
     match reporter.report(key, &beat).await {
-        Ok(Outcome::Accepted) => {}
+        Ok(Outcome::Accepted(_)) => {}
         Ok(Outcome::OwnedByAnother) => {
             eprintln!(
                 "executor: kairos refused a heartbeat for {key} (attempt {})",

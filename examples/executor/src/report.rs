@@ -2,7 +2,7 @@
 //! on the NATS subject `kairos.status.<key>` (JetStream publish, so it is stored durably).
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A run's status as an executor reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,17 +69,46 @@ impl StatusUpdate {
 }
 
 /// What kairos said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Recorded (or already recorded: statuses are idempotent).
-    Accepted,
+    /// Taken. Over HTTP kairos answers with the run as it is after the report (`Some`);
+    /// over NATS there is no answer to read (`None`). Statuses only move forward, so a
+    /// report that changed nothing is taken too: read the answer to learn whether a
+    /// `STARTED` made this attempt this executor's (see [`RunAnswer::runs_here`]).
+    Accepted(Option<RunAnswer>),
     /// Refused with HTTP 409: another executor's STARTED owns this run, or kairos takes no
     /// report about it now (it waits for its next attempt, say). Do not run it.
     OwnedByAnother,
 }
 
-/// How status reaches kairos.
-#[derive(Debug)]
+/// The fields of kairos's answer (`Run` in `schemas/openapi.json`) that say whose the run is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RunAnswer {
+    /// The run's status after the report (`STARTED`, `SUCCESS`, `CANCELLING`, ...).
+    pub status: String,
+    /// The attempt in progress, or the last one.
+    pub attempt: u32,
+    /// The executor that owns the run, once one has reported.
+    pub executor_id: Option<String>,
+}
+
+impl RunAnswer {
+    /// Whether a `STARTED` about `attempt` from `executor_id` made the run this executor's
+    /// to run: kairos has it `STARTED`, at that attempt, owned by that executor. Anything
+    /// else means another executor has it, it already ended (a redelivered launch of a
+    /// finished run answers `SUCCESS`, say), or kairos is at another attempt.
+    pub fn runs_here(&self, attempt: u32, executor_id: &str) -> bool {
+        self.status == "STARTED"
+            && self.attempt == attempt
+            && self
+                .executor_id
+                .as_deref()
+                .is_none_or(|id| id == executor_id)
+    }
+}
+
+/// How status reaches kairos. Cheap to clone.
+#[derive(Debug, Clone)]
 pub enum Reporter {
     /// `POST <base_url>/runs/{key}/status` with an optional bearer token (role executor).
     Http {
@@ -103,7 +132,7 @@ impl Reporter {
     /// Sends one status.
     ///
     /// # Errors
-    /// Transport failures and refusals other than 409.
+    /// Transport failures, refusals other than 409, and a 2xx answer that is not a run.
     pub async fn report(&self, key: &str, update: &StatusUpdate) -> anyhow::Result<Outcome> {
         match self {
             Reporter::Http {
@@ -119,7 +148,10 @@ impl Reporter {
                 }
                 let response = request.send().await.context("POST status")?;
                 match response.status().as_u16() {
-                    200..=299 => Ok(Outcome::Accepted),
+                    200..=299 => {
+                        let run = response.json().await.context("read kairos's answer")?;
+                        Ok(Outcome::Accepted(Some(run)))
+                    }
                     409 => Ok(Outcome::OwnedByAnother),
                     code => anyhow::bail!(
                         "kairos answered {code}: {}",
@@ -139,8 +171,48 @@ impl Reporter {
                     .context("status not acknowledged (is kairos's status stream there?)")?;
                 // Ownership conflicts are resolved by kairos's status consumer, which logs
                 // them; over NATS the executor cannot learn of them synchronously.
-                Ok(Outcome::Accepted)
+                Ok(Outcome::Accepted(None))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: &str, attempt: u32, executor_id: Option<&str>) -> RunAnswer {
+        RunAnswer {
+            status: status.into(),
+            attempt,
+            executor_id: executor_id.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn only_this_attempt_started_by_this_executor_runs_here() {
+        assert!(answer("STARTED", 2, Some("me")).runs_here(2, "me"));
+        assert!(answer("STARTED", 1, None).runs_here(1, "me"));
+        assert!(
+            !answer("SUCCESS", 1, Some("me")).runs_here(1, "me"),
+            "ended"
+        );
+        assert!(
+            !answer("STARTED", 3, Some("me")).runs_here(2, "me"),
+            "a later attempt"
+        );
+        assert!(
+            !answer("STARTED", 1, Some("other")).runs_here(1, "me"),
+            "not mine"
+        );
+        assert!(!answer("CANCELLING", 1, Some("me")).runs_here(1, "me"));
+    }
+
+    #[test]
+    fn kairos_run_body_reads_as_an_answer() {
+        let body = r#"{"idempotency_key": "k", "status": "FAILED", "attempt": 2,
+                       "executor_id": null, "started_at": null}"#;
+        let run: RunAnswer = serde_json::from_str(body).expect("a run");
+        assert_eq!(run, answer("FAILED", 2, None));
     }
 }

@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use kairos_executor_example::{run, Reporter, Settings};
+use kairos_executor_example::{run, Deliver, Reporter, Settings};
 use serde_json::{json, Value};
 use support::{harness, Harness};
 
@@ -28,6 +28,10 @@ async fn runs_launches_and_reports_status_on_nats() {
         executor_id: "exec-1".into(),
         subject_prefix: "kairos".into(),
         heartbeat_every: Duration::from_millis(200),
+        concurrency: 2,
+        ack_wait: Duration::from_secs(30),
+        // The launches were published before the executor's durable existed.
+        deliver: Deliver::All,
     };
     let reporter = Reporter::Nats {
         jetstream: js.clone(),

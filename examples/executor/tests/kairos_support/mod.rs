@@ -7,13 +7,15 @@
 #![allow(dead_code)]
 
 use std::future::{pending, Future};
-use std::process::{Child, Command};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 use kairos_core::{Run, RunStatus};
-use kairos_executor_example::{Reporter, Settings};
+use kairos_executor_example::{Deliver, Reporter, Settings};
 use kairos_launcher::status::{read_stream, StatusConsumer, Stored};
 use kairos_launcher::{NatsConfig, NatsLauncher};
 use kairos_store::runs;
@@ -80,6 +82,37 @@ impl Kairos {
             tasks,
             _db: db,
         }
+    }
+
+    /// Serves kairos's HTTP API (no auth, on loopback) on a free port, as `kairos serve`
+    /// does; returns its base URL. Stopped on drop with the other tasks.
+    pub async fn serve_http(&mut self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the API");
+        let address = listener.local_addr().expect("the API's address");
+        let auth = kairos_auth::Authenticator::from_config(&kairos_auth::AuthConfig::default())
+            .expect("auth none");
+        let router = kairos_api::app(kairos_api::AppState {
+            registrar: kairos_registrar::Registrar::new(self.pool.clone(), Default::default()),
+            auth: Arc::new(auth),
+            max_body_bytes: 1 << 20,
+            allowed_hosts: kairos_api::AllowedHosts::for_bind(address),
+            intake: Intake::new(self.pool.clone()),
+            nats: None,
+            metrics: None,
+        });
+        let limits = kairos_api::ServeLimits {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_connections: 64,
+        };
+        self.tasks.push(tokio::spawn(async move {
+            kairos_api::serve(listener, router, limits, pending())
+                .await
+                .expect("serve the API");
+        }));
+        format!("http://{address}")
     }
 
     /// Stores workflow `name` v1 with `dag`, schedule `name` of it with `policy`, and one
@@ -311,6 +344,11 @@ async fn rust(kairos: &Kairos, executor_id: &str, heartbeat_every: Duration) -> 
         executor_id: executor_id.into(),
         subject_prefix: "kairos".into(),
         heartbeat_every,
+        concurrency: 4,
+        ack_wait: Duration::from_secs(30),
+        // The scenarios store a due run before they start the executor, so its launch may
+        // be in the stream before the executor's durable exists: take the whole stream.
+        deliver: Deliver::All,
     };
     let client = async_nats::connect(kairos.server.url())
         .await
@@ -351,6 +389,8 @@ pub enum Running {
     Rust(JoinHandle<()>),
     /// The Python executor's process.
     Python(Child),
+    /// The `kairos-executor` binary's process (see [`Binary`]).
+    Binary(Child),
 }
 
 impl Running {
@@ -366,6 +406,11 @@ impl Running {
                     );
                 }
             }
+            Running::Binary(child) => {
+                if let Some(exit) = child.try_wait().expect("wait for kairos-executor") {
+                    panic!("kairos-executor exited ({exit})");
+                }
+            }
         }
     }
 }
@@ -374,10 +419,127 @@ impl Drop for Running {
     fn drop(&mut self) {
         match self {
             Running::Rust(task) => task.abort(),
-            Running::Python(child) => {
+            Running::Python(child) | Running::Binary(child) => {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
     }
+}
+
+/// The `kairos-executor` binary on kairos's NATS, reporting on the NATS status subject (or
+/// over HTTP when `args` hold `--kairos-url`), its output collected line by line (and echoed).
+pub struct Binary {
+    /// The process.
+    pub running: Running,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Binary {
+    /// The executor id it reports with.
+    pub const ID: &'static str = "binary-1";
+    /// Its durable consumer's name (the binary's default).
+    pub const DURABLE: &'static str = "example-executor";
+
+    /// Starts it with `args` after `--nats-url` and `--executor-id`.
+    pub fn start(kairos: &Kairos, args: &[&str]) -> Binary {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kairos-executor"))
+            .args(["--nats-url", &kairos.server.url()])
+            .args(["--executor-id", Self::ID])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start kairos-executor");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                println!("{line}");
+                sink.lock().expect("lines lock").push(line);
+            }
+        });
+        Binary {
+            running: Running::Binary(child),
+            lines,
+        }
+    }
+
+    /// How many nodes of `workflow_id` the executor started (it logs each).
+    pub fn node_lines(&self, workflow_id: &str) -> usize {
+        let prefix = format!("executor: {workflow_id} ");
+        self.lines_where(|line| line.starts_with(&prefix) && line.contains(" node "))
+    }
+
+    /// How many of its output lines hold `text`.
+    pub fn lines_with(&self, text: &str) -> usize {
+        self.lines_where(|line| line.contains(text))
+    }
+
+    fn lines_where(&self, keep: impl Fn(&str) -> bool) -> usize {
+        let lines = self.lines.lock().expect("lines lock");
+        lines.iter().filter(|line| keep(line)).count()
+    }
+}
+
+/// The durable `name` on `KAIROS_LAUNCH`, once the executor has created it.
+pub async fn durable(kairos: &Kairos, name: &str, executor: &mut Running) -> consumer::Info {
+    consumer_until(kairos, name, executor, |_| true).await
+}
+
+/// The durable `name` once nothing is pending or waiting for its ack.
+pub async fn settled(kairos: &Kairos, name: &str, executor: &mut Running) -> consumer::Info {
+    consumer_until(kairos, name, executor, |info| {
+        info.num_ack_pending == 0 && info.num_pending == 0
+    })
+    .await
+}
+
+async fn consumer_until(
+    kairos: &Kairos,
+    name: &str,
+    executor: &mut Running,
+    done: impl Fn(&consumer::Info) -> bool,
+) -> consumer::Info {
+    let client = async_nats::connect(kairos.server.url())
+        .await
+        .expect("connect");
+    let stream = jetstream::new(client)
+        .get_stream("KAIROS_LAUNCH")
+        .await
+        .expect("the launch stream");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Ok(info) = stream.consumer_info(name).await {
+            if done(&info) {
+                return info;
+            }
+        }
+        assert!(Instant::now() < deadline, "the durable did not get there");
+        executor.assert_alive();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The most runs in flight at one moment: the most [started_at, finished_at) intervals
+/// holding one point (the most is reached at some run's start).
+pub fn most_at_once(runs: &[Run]) -> usize {
+    let span = |run: &Run| {
+        (
+            run.started_at.expect("started_at"),
+            run.finished_at.expect("finished_at"),
+        )
+    };
+    runs.iter()
+        .map(|run| {
+            let (moment, _) = span(run);
+            runs.iter()
+                .filter(|other| {
+                    let (start, end) = span(other);
+                    start <= moment && moment < end
+                })
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
 }
