@@ -24,14 +24,21 @@ pub(crate) async fn healthz() -> Json<Value> {
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let ping = kairos_store::ping(state.registrar.pool());
     match tokio::time::timeout(READY_TIMEOUT, ping).await {
-        Ok(Ok(())) => {}
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => {
+            return Err(ApiError::Unavailable(
+                "postgres (database.url) is a read-only standby: no primary to write to".into(),
+            ))
+        }
         Ok(Err(err)) => {
-            tracing::warn!(error = %err, "readiness: postgres failed");
-            return Err(ApiError::Unavailable("postgres does not answer".into()));
+            tracing::debug!(error = %err, "readiness: postgres failed");
+            return Err(ApiError::Unavailable(
+                "postgres (database.url) does not answer: no primary to write to".into(),
+            ));
         }
         Err(_) => {
             return Err(ApiError::Unavailable(
-                "postgres did not answer within 2 s".into(),
+                "postgres (database.url) did not answer within 2 s".into(),
             ))
         }
     }

@@ -404,7 +404,9 @@ async fn refresh_metrics(
     tokio::pin!(stopped);
     loop {
         if let Err(err) = kairos_worker::metrics::refresh_backlog(&pool, lookahead).await {
-            tracing::warn!(error = %err, "backlog gauges not refreshed");
+            if !kairos_worker::outage::failed("metrics", &err) {
+                tracing::warn!(error = %err, "backlog gauges not refreshed");
+            }
         }
         metrics.run_upkeep();
         tokio::select! {

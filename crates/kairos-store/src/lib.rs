@@ -74,6 +74,35 @@ impl Error {
             _ => false,
         }
     }
+
+    /// There is no primary to talk to right now: the connection broke or could not be made
+    /// (a failover, a restart), the server is shutting down or starting, or the session
+    /// landed on a read-only standby. The same work succeeds once a primary answers again.
+    pub fn is_unavailable(&self) -> bool {
+        let Error::Database(err) = self else {
+            return false;
+        };
+        unavailable(err)
+    }
+}
+
+/// [`Error::is_unavailable`] for a `sqlx` error.
+pub fn unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(err) => {
+            // 08: connection exceptions; 57P01-57P03: admin or crash shutdown, cannot
+            // connect now; 25006: a write on a read-only (standby) session.
+            let code = err.code().unwrap_or_default();
+            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
+        }
+        _ => false,
+    }
 }
 
 /// Result of store calls.
@@ -141,11 +170,13 @@ pub async fn migrate(pool: &sqlx::PgPool) -> Result<()> {
     Ok(())
 }
 
-/// Checks that the database answers (for `/readyz`).
+/// Checks that the database answers (for `/readyz`), and whether it is a primary (false: a
+/// read-only standby, as behind an address that has not yet moved to a new primary).
 ///
 /// # Errors
 /// [`Error::Database`] when it does not.
-pub async fn ping(db: impl PgExecutor<'_>) -> Result<()> {
-    sqlx::query("select 1").execute(db).await?;
-    Ok(())
+pub async fn ping(db: impl PgExecutor<'_>) -> Result<bool> {
+    Ok(sqlx::query_scalar("select not pg_is_in_recovery()")
+        .fetch_one(db)
+        .await?)
 }

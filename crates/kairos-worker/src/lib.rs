@@ -11,6 +11,7 @@ pub mod dispatcher;
 mod error;
 pub mod intake;
 mod messages;
+pub mod outage;
 pub mod metrics;
 pub mod planner;
 pub mod retention;

@@ -133,7 +133,11 @@ impl Planner {
 
     /// One pass, then how long to wait before the next.
     async fn tick(&self) -> StdDuration {
-        match self.pass().await {
+        let pass = self.pass().await;
+        if pass.is_ok() {
+            crate::outage::answered("planner");
+        }
+        match pass {
             Ok(report) if report.claimed >= self.config.batch_size as usize => StdDuration::ZERO,
             Ok(_) => match self.idle_for().await {
                 Ok(pause) => pause,
@@ -253,7 +257,9 @@ impl PassReport {
 }
 
 fn log_failure(err: &Error, retry_in: StdDuration) -> StdDuration {
-    tracing::error!(error = %crate::error_chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
+    if !crate::outage::failed("planner", err) {
+        tracing::error!(error = %crate::error_chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
+    }
     retry_in
 }
 

@@ -122,7 +122,9 @@ impl Retention {
                     Ok(report) if report.more => StdDuration::ZERO,
                     Ok(_) => self.config.interval,
                     Err(err) => {
-                        tracing::warn!(error = %crate::error_chain(&err), "retention pass failed");
+                        if !crate::outage::failed("retention", &err) {
+                            tracing::warn!(error = %crate::error_chain(&err), "retention pass failed");
+                        }
                         self.config.interval
                     }
                 },

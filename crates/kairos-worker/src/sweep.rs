@@ -84,8 +84,13 @@ impl<L: RunLauncher> Sweeper<L> {
                 biased;
                 () = &mut shutdown => break,
                 _ = every.tick() => {
-                    if let Err(err) = self.sweep().await {
-                        tracing::warn!(error = %crate::error_chain(&err), "sweep failed");
+                    match self.sweep().await {
+                        Ok(_) => crate::outage::answered("sweeper"),
+                        Err(err) => {
+                            if !crate::outage::failed("sweeper", &err) {
+                                tracing::warn!(error = %crate::error_chain(&err), "sweep failed");
+                            }
+                        }
                     }
                 }
             }

@@ -30,6 +30,7 @@ impl Wake {
         }
         match Wakeups::listen(pool, self.channel).await {
             Ok(listening) => self.listening = Some(listening),
+            Err(err) if crate::outage::failed("wake-ups", &err) => {}
             Err(err) => tracing::warn!(
                 loop_name = self.who,
                 error = %crate::error_chain(&err),

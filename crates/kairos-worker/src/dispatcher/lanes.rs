@@ -227,7 +227,9 @@ impl<L: RunLauncher> Dispatcher<L> {
         let (due_by, held) = match batch {
             Ok(claim) => claim,
             Err(err) => {
-                tracing::error!(error = %crate::error_chain(&err), "dispatch claim failed");
+                if !crate::outage::failed("dispatcher", &err) {
+                    tracing::error!(error = %crate::error_chain(&err), "dispatch claim failed");
+                }
                 return Claim::Retry;
             }
         };
@@ -312,9 +314,14 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// failed round, or runs left `PENDING` by a retryable launch error: NATS is down).
     async fn finish_logged(&self, held: Held) -> bool {
         match self.finish(held).await {
-            Ok(round) => round.retry > 0,
+            Ok(round) => {
+                crate::outage::answered("dispatcher");
+                round.retry > 0
+            }
             Err(err) => {
-                tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+                if !crate::outage::failed("dispatcher", &err) {
+                    tracing::error!(error = %crate::error_chain(&err), "dispatch round failed");
+                }
                 true
             }
         }
@@ -338,7 +345,9 @@ impl<L: RunLauncher> Dispatcher<L> {
             }
             Ok(None) => cap,
             Err(err) => {
-                tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
+                if !crate::outage::failed("dispatcher", &err) {
+                    tracing::warn!(error = %crate::error_chain(&err), "next fire_at unknown");
+                }
                 self.config.tick
             }
         }

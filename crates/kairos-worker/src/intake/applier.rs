@@ -226,8 +226,10 @@ async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
                 parts.push_front(part);
             }
             Err(err) => {
-                tracing::warn!(reports = part.len(), error = %crate::error_chain(&err),
-                    "status batch not recorded");
+                if !crate::outage::failed("status intake", &err) {
+                    tracing::warn!(reports = part.len(), error = %crate::error_chain(&err),
+                        "status batch not recorded");
+                }
                 let err = Arc::new(err);
                 for job in part {
                     let _ = job.reply.send(Err(Error::Batch(Arc::clone(&err))));
