@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, deploy_workflow, router, ts, DEPLOYER, READER};
+use common::{call, deploy_workflow, router, ts, DEPLOYER, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::runs::{self, NewRun};
 use kairos_testkit::sqlx;
@@ -305,4 +305,227 @@ async fn runs_views_and_backfill_plan() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// The fragment `uri` as the caller `token` gets it; it must be a 200.
+async fn page(api: &axum::Router, uri: &str, token: &str) -> String {
+    let (status, _, body) = call(api, Method::GET, uri, Some(token), None).await;
+    assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+    body.as_str().expect("html").to_string()
+}
+
+#[tokio::test]
+async fn run_page_shows_attempts_timeline_parent_and_actions() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "0 7 * * *", "timezone": "UTC"}),
+    )
+    .await;
+    let key = insert_run(&pool, "s1", "2026-03-05T07:00:00Z", RunStatus::Enqueued).await;
+    sqlx::query("update schedule_runs set published_at = $2 where idempotency_key = $1")
+        .bind(&key)
+        .bind(ts("2026-03-05T07:00:01Z"))
+        .execute(&pool)
+        .await
+        .expect("published");
+    let failed = json!({"status": "FAILED", "executor_id": "exec-7", "error": "exit 3: disk full"});
+    let uri = format!("/runs/{key}/status");
+    let (status, _, body) = call(&api, Method::POST, &uri, Some(EXECUTOR), Some(failed)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A chained run fired by it.
+    let child = insert_run(&pool, "s1", "2026-03-05T07:30:00Z", RunStatus::Pending).await;
+    sqlx::query("update schedule_runs set parent_key = $2 where idempotency_key = $1")
+        .bind(&child)
+        .bind(&key)
+        .execute(&pool)
+        .await
+        .expect("chain parent");
+
+    let run_page = page(&api, &format!("/ui/fragments/runs?key={key}"), DEPLOYER).await;
+    assert!(
+        run_page.contains(&format!("<code id=\"run-key\">{key}</code>")),
+        "{run_page}"
+    );
+    assert!(run_page.contains("exit 3: disk full"), "{run_page}");
+    assert!(run_page.contains("exec-7"), "{run_page}");
+    assert!(run_page.contains("Attempt 1 published"), "{run_page}");
+    assert!(run_page.contains("Attempt 1 ended FAILED"), "{run_page}");
+    assert!(run_page.contains("Dead-lettered"), "{run_page}");
+    assert!(
+        run_page.contains("class=\"retry\""),
+        "a failed run can be retried"
+    );
+    assert!(
+        !run_page.contains("class=\"cancel\""),
+        "a finished run cannot be cancelled"
+    );
+    // The timeline is in time order: published, then ended.
+    let published = run_page.find("Attempt 1 published").expect("published");
+    let ended = run_page.find("Attempt 1 ended").expect("ended");
+    assert!(published < ended, "{run_page}");
+
+    let child_page = page(&api, &format!("/ui/fragments/runs?key={child}"), READER).await;
+    assert!(
+        child_page.contains(&format!("href=\"/ui/runs?key={key}\"")),
+        "the parent links its page: {child_page}"
+    );
+    assert!(!child_page.contains("<button"), "a reader gets no buttons");
+    let deployer_child = page(&api, &format!("/ui/fragments/runs?key={child}"), DEPLOYER).await;
+    assert!(
+        deployer_child.contains("class=\"cancel\""),
+        "a pending run can be cancelled"
+    );
+    assert!(!deployer_child.contains("class=\"retry\""));
+
+    // A retry: attempt 1 stays in the history, attempt 2 is the current one.
+    let (status, _, body) = call(
+        &api,
+        Method::POST,
+        &format!("/runs/{key}/retry"),
+        Some(DEPLOYER),
+        Some(json!({"request_id": "again"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let retried = page(&api, &format!("/ui/fragments/runs?key={key}"), READER).await;
+    assert!(retried.contains("data-attempt=\"1\""), "{retried}");
+    assert!(retried.contains("data-attempt=\"2\""), "{retried}");
+
+    // Run keys in the tables link the run's page.
+    let list = page(&api, "/ui/fragments/runs", READER).await;
+    assert!(
+        list.contains(&format!("href=\"/ui/runs?key={key}\"")),
+        "{list}"
+    );
+
+    // An unknown run is a 404; a key with other filters is refused by name.
+    let (status, kind, _) = call(
+        &api,
+        Method::GET,
+        &format!("/ui/fragments/runs?key={}", "0".repeat(64)),
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::NOT_FOUND, "application/problem+json")
+    );
+    let (status, _, body) = call(
+        &api,
+        Method::GET,
+        &format!("/ui/fragments/runs?key={key}&view=upcoming"),
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["errors"][0]["field"], json!("view"), "{body}");
+}
+
+#[tokio::test]
+async fn fired_runs_and_upcoming_ticks_are_apart() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "* * * * * *", "timezone": "UTC"}),
+    )
+    .await;
+    let fired = insert_run(&pool, "s1", "2026-03-05T11:59:00Z", RunStatus::Success).await;
+    let due = insert_run(&pool, "s1", "2026-03-05T12:00:00Z", RunStatus::Pending).await;
+    let soon = insert_run(&pool, "s1", "2026-03-05T12:00:20Z", RunStatus::Pending).await;
+    let later = insert_run(&pool, "s1", "2026-03-05T12:00:30Z", RunStatus::Pending).await;
+
+    let recent = page(&api, "/ui/fragments/runs", READER).await;
+    assert!(recent.contains(&fired) && recent.contains(&due), "{recent}");
+    assert!(
+        !recent.contains(&soon) && !recent.contains(&later),
+        "the default view shows what has fired, not future ticks: {recent}"
+    );
+    let upcoming = page(&api, "/ui/fragments/runs?view=upcoming", READER).await;
+    assert!(
+        upcoming.contains(&soon) && upcoming.contains(&later),
+        "{upcoming}"
+    );
+    assert!(
+        !upcoming.contains(&fired) && !upcoming.contains(&due),
+        "{upcoming}"
+    );
+    let (first, second) = (
+        upcoming.find(&soon).expect("soon"),
+        upcoming.find(&later).expect("later"),
+    );
+    assert!(first < second, "upcoming is soonest first");
+    // The schedule page keeps them apart too: fired runs in its table, ticks ahead below.
+    let schedule = page(&api, "/ui/fragments/schedules/s1", READER).await;
+    let planned = schedule.find("id=\"planned-runs\"").expect("planned ahead");
+    let table = schedule.find("id=\"runs\"").expect("runs table");
+    for key in [&fired, &due] {
+        let at = schedule.find(key.as_str()).expect("fired run shown");
+        assert!(
+            table < at && at < planned,
+            "{key} is in the runs table: {schedule}"
+        );
+    }
+    for key in [&soon, &later] {
+        let at = schedule.find(key.as_str()).expect("tick ahead shown");
+        assert!(at > planned, "{key} is under planned ahead: {schedule}");
+    }
+    // The last day's outcomes chart counts what ended, not what is planned.
+    assert!(
+        schedule.contains("data-success=\"1\" data-failed=\"0\" data-skipped=\"0\""),
+        "{schedule}"
+    );
+    assert_eq!(
+        schedule.matches("<rect class=\"bar-success\"").count(),
+        1,
+        "{schedule}"
+    );
+    assert!(
+        upcoming.contains("aria-current=\"page\" data-view")
+            || upcoming.contains("data-view=\"upcoming\" aria-current=\"page\""),
+        "{upcoming}"
+    );
+}
+
+#[tokio::test]
+async fn times_are_said_once_and_deployers_get_delete_and_retry() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    upsert(
+        &api,
+        json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1, "user_id": "u1",
+               "cron_expr": "0 7 * * *", "timezone": "UTC"}),
+    )
+    .await;
+    // A launch that failed before it was published: FAILED, never dead-lettered.
+    let failed = insert_run(&pool, "s1", "2026-03-05T07:00:00Z", RunStatus::Failed).await;
+    for uri in [
+        "/ui/fragments/schedules",
+        "/ui/fragments/schedules/s1",
+        "/ui/fragments/runs",
+    ] {
+        let html = page(&api, uri, DEPLOYER).await;
+        assert!(!html.contains("UTC (UTC)"), "{uri}: {html}");
+    }
+    let list = page(&api, "/ui/fragments/schedules", READER).await;
+    assert_eq!(list.matches("2026-03-06 07:00:00 UTC").count(), 1, "{list}");
+
+    let schedule = page(&api, "/ui/fragments/schedules/s1", DEPLOYER).await;
+    assert!(schedule.contains("id=\"delete-button\""), "{schedule}");
+    assert!(schedule.contains("id=\"delete-form\""), "{schedule}");
+    let retry = format!("class=\"retry\" type=\"button\" data-key=\"{failed}\"");
+    assert!(schedule.contains(&retry), "{schedule}");
+    let runs = page(&api, "/ui/fragments/runs", DEPLOYER).await;
+    assert!(runs.contains(&retry), "{runs}");
+    let reader = page(&api, "/ui/fragments/schedules/s1", READER).await;
+    assert!(!reader.contains("delete-button") && !reader.contains("class=\"retry\""));
 }

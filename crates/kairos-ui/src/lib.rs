@@ -5,20 +5,26 @@
 //! - a **shell** per page ([`shell`]): static HTML with no data, served without auth (a
 //!   browser navigation cannot carry a bearer token), plus the script and style compiled in
 //!   ([`SCRIPT`], [`STYLE`]);
-//! - **fragments** ([`schedules`], [`schedule`], [`backfill_plan`], [`runs`]): server-rendered
+//! - **fragments** ([`schedules`], [`schedule`], [`backfill_plan`], [`runs`], which with
+//!   `key` is one run's page): server-rendered
 //!   HTML the shell's script fetches with the bearer token kept in the tab's
 //!   `sessionStorage`. The API serves them behind the same role check as its JSON reads
 //!   (reader) and renders the registrar's answers; a caller who may deploy gets the action
 //!   buttons, a reader none.
 //!
-//! Every action (pause, resume, trigger, backfill, retry, cancel) is a same-origin `fetch`
+//! The script reloads the fragment every few seconds while nothing on the page is being
+//! edited, and shows an API's 404 as a not-found page that says what is missing.
+//!
+//! Every action (pause, resume, trigger, backfill, retry, cancel, delete) is a same-origin `fetch`
 //! of the public JSON API, so its auth, validation, JSON-only and Origin checks apply as
 //! to any client, and its problem+json answers are shown as they come.
 //!
 //! This crate renders; it knows no HTTP status codes (the API maps [`kairos_registrar::Error`]).
 
+mod chart;
 mod list;
 mod params;
+mod run;
 mod runs;
 mod schedule;
 mod time;
@@ -56,6 +62,15 @@ pub enum Page {
 }
 
 impl Page {
+    /// What the script calls the page (`data-page`), to word a not-found answer.
+    fn kind(&self) -> &'static str {
+        match self {
+            Page::Schedules => "schedules",
+            Page::Schedule(_) => "schedule",
+            Page::Runs => "runs",
+        }
+    }
+
     fn title(&self) -> String {
         match self {
             Page::Schedules => "Schedules".to_string(),
@@ -87,7 +102,7 @@ pub fn shell(page: &Page, auth_mode: &str) -> String {
                 title { "kairos · " (page.title()) }
                 link rel="stylesheet" href="/ui/assets/app.css";
             }
-            body data-auth=(auth_mode) data-fragment=(page.fragment()) {
+            body data-auth=(auth_mode) data-fragment=(page.fragment()) data-page=(page.kind()) {
                 a.skip href="#content" { "Skip to content" }
                 header.top {
                     a.brand href="/ui" { "kairos" }
@@ -107,6 +122,10 @@ pub fn shell(page: &Page, auth_mode: &str) -> String {
                     }
                 }
                 div #flash role="status" aria-live="polite" {}
+                p.refresh #refresh-note hidden {
+                    "Refreshes every few seconds; paused while you edit a form. "
+                    span #refresh-state {}
+                }
                 main #content tabindex="-1" aria-busy="true" {
                     p.muted { "Loading…" }
                     noscript { p { "This page needs JavaScript to send your token with each request." } }

@@ -8,7 +8,7 @@ use kairos_store::schedules::ListFilter;
 use maud::{html, Markup};
 
 use crate::params::Params;
-use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
 use crate::Viewer;
 
 /// Rows per page.
@@ -89,7 +89,10 @@ fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup
                 @match row.next_fire {
                     Some(at) => {
                         time datetime=(rfc3339(at)) { (in_zone(at, &s.timezone)) }
-                        br; small { (utc(at)) " · " (relative(at, now)) }
+                        br; small {
+                            @if !is_utc(&s.timezone) { (utc(at)) " · " }
+                            (relative(at, now))
+                        }
                     }
                     None => { span.muted { "none (exhausted or not plannable)" } }
                 }

@@ -1,16 +1,17 @@
 //! One schedule (`/ui/schedules/{id}`): every field, the spec in words, the next ten fire
 //! times with DST rules and jitter marked, why the last tick did not launch, its runs, and
-//! (for a deployer) the pause, trigger, backfill, cancel and retry controls.
+//! (for a deployer) the pause, trigger, backfill, delete, cancel and retry controls.
 
 use chrono::{DateTime, Utc};
 use kairos_core::{DstNote, Occurrence};
 use kairos_registrar::{Registrar, Schedule, ScheduleDetail, Upcoming};
 use maud::{html, Markup};
 
+use crate::chart::last_day;
 use crate::list::role_note;
 use crate::params::Params;
-use crate::runs::run_table;
-use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::runs::{run_href, run_table};
+use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
 use crate::words::describe;
 use crate::Viewer;
 
@@ -18,6 +19,8 @@ use crate::Viewer;
 const UPCOMING: usize = 10;
 /// Runs shown, newest first.
 const RUNS: i64 = 50;
+/// Runs read for the charts of the last day (the most the registrar gives).
+const CHART_RUNS: i64 = kairos_registrar::LIST_LIMIT_MAX;
 /// Ticks of a backfill plan listed (the total is always given).
 const PLAN_SHOWN: usize = 50;
 
@@ -33,7 +36,14 @@ pub async fn schedule(
 ) -> Result<String, kairos_registrar::Error> {
     params.finish()?;
     let detail = registrar.schedule_detail(id, UPCOMING).await?;
-    let runs = registrar.runs(id, None, None, RUNS).await?.runs;
+    // The newest runs: the table shows a page, the charts the last day of them.
+    let mut runs = registrar.runs(id, None, None, CHART_RUNS).await?.runs;
+    let complete = i64::try_from(runs.len()).unwrap_or(i64::MAX) < CHART_RUNS;
+    let charts = last_day(&runs, detail.now, complete);
+    runs.truncate(usize::try_from(RUNS).unwrap_or(50));
+    // Ticks planned ahead (not yet due) apart from the runs that have fired.
+    let (ahead, fired): (Vec<_>, Vec<_>) =
+        runs.into_iter().partition(|run| run.fire_at > detail.now);
     let s = &detail.schedule;
     let markup = html! {
         p.crumbs { a href="/ui" { "← Schedules" } }
@@ -52,9 +62,27 @@ pub async fn schedule(
             h2 #upcoming-title { "Next " (detail.upcoming.len()) " fire times" }
             (upcoming(&detail))
         }
+        section aria-labelledby="day-title" {
+            h2 #day-title { "The last day" }
+            (charts)
+        }
         section aria-labelledby="runs-title" {
             h2 #runs-title { "Runs, newest first" }
-            (run_table(&runs, detail.now, Some(&s.timezone), viewer, false))
+            (run_table(&fired, detail.now, Some(&s.timezone), viewer, false))
+        }
+        @if !ahead.is_empty() {
+            section aria-labelledby="planned-title" {
+                h2 #planned-title { "Planned ahead, not yet due" }
+                ul.planned #planned-runs {
+                    @for run in ahead.iter().rev() {
+                        li data-key=(run.idempotency_key) {
+                            a.run-link href=(run_href(&run.idempotency_key)) { (in_zone(run.run_at, &s.timezone)) }
+                            " " span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
+                            " " small.muted { (relative(run.fire_at, detail.now)) }
+                        }
+                    }
+                }
+            }
         }
         section aria-labelledby="fields-title" {
             h2 #fields-title { "All fields" }
@@ -89,6 +117,14 @@ fn actions(s: &Schedule) -> Markup {
                 button #backfill-preview type="submit" { "Show ticks" }
             }
             div #backfill-plan aria-live="polite" {}
+            div.danger {
+                button.delete #delete-button type="button" data-schedule=(s.schedule_id) { "Delete schedule…" }
+                form.action #delete-form data-schedule=(s.schedule_id) hidden {
+                    p { "Delete schedule " code { (s.schedule_id) } "? Its runs not yet published are cancelled; its run history stays. This cannot be undone." }
+                    button #delete-confirm type="submit" { "Delete " (s.schedule_id) }
+                    button #delete-dismiss type="button" { "Keep it" }
+                }
+            }
         }
     }
 }
@@ -96,6 +132,8 @@ fn actions(s: &Schedule) -> Markup {
 fn upcoming(detail: &ScheduleDetail) -> Markup {
     let zone = &detail.schedule.timezone;
     let jitter = detail.schedule.jitter_ms;
+    // A UTC schedule's ticks are said once.
+    let utc_zone = is_utc(zone);
     html! {
         @if detail.upcoming.is_empty() {
             p.empty { "No upcoming fire time (exhausted, past its end, or its spec no longer parses)." }
@@ -103,7 +141,7 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
             div.table-wrap { table.upcoming #upcoming {
                 thead { tr {
                     th scope="col" { "#" }
-                    th scope="col" { "Tick (" (zone) ")" }
+                    @if !utc_zone { th scope="col" { "Tick (" (zone) ")" } }
                     th scope="col" { "Tick (UTC)" }
                     th scope="col" { "Fires at (UTC, with jitter)" }
                     th scope="col" { "Note" }
@@ -111,7 +149,7 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
                 tbody { @for (i, tick) in detail.upcoming.iter().enumerate() {
                     tr {
                         td data-label="#" { (i + 1) }
-                        td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } }
+                        @if !utc_zone { td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } } }
                         td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
                         td data-label="Fires at" { (fire_cell(tick, jitter)) }
                         td data-label="Note" { (note_cell(tick, zone)) }

@@ -1,11 +1,31 @@
-//! Times as the page shows them: always with their zone, in the schedule's zone and in UTC.
+//! Times as the page shows them: always with their zone, in the schedule's zone and in UTC,
+//! each said once (a UTC schedule's times are not repeated, nor is `UTC` named twice).
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
-/// `2026-03-09 07:00:00 EDT (America/New_York)`; the UTC form when the zone is unknown.
+/// Zone names that are UTC itself: their times are shown once, in the UTC form.
+const UTC_NAMES: [&str; 8] = [
+    "UTC",
+    "Etc/UTC",
+    "Etc/UCT",
+    "UCT",
+    "Etc/Universal",
+    "Universal",
+    "Etc/Zulu",
+    "Zulu",
+];
+
+/// Whether `zone` is UTC itself (its times need no second, UTC line).
+pub fn is_utc(zone: &str) -> bool {
+    UTC_NAMES.contains(&zone)
+}
+
+/// `2026-03-09 07:00:00 EDT (America/New_York)`; the UTC form when the zone is UTC or
+/// unknown.
 pub fn in_zone(at: DateTime<Utc>, zone: &str) -> String {
     match zone.parse::<Tz>() {
+        Ok(_) if is_utc(zone) => utc(at),
         Ok(tz) => format!(
             "{} ({zone})",
             at.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %Z")
@@ -72,6 +92,10 @@ mod tests {
         );
         assert_eq!(utc(tick), "2026-03-09 11:00:00 UTC");
         assert_eq!(in_zone(tick, "Not/AZone"), "2026-03-09 11:00:00 UTC");
+        // Said once: not "2026-03-09 11:00:00 UTC (UTC)".
+        assert_eq!(in_zone(tick, "UTC"), "2026-03-09 11:00:00 UTC");
+        assert_eq!(in_zone(tick, "Etc/UTC"), "2026-03-09 11:00:00 UTC");
+        assert!(is_utc("UTC") && !is_utc("Europe/London"));
     }
 
     #[test]

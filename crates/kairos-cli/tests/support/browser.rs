@@ -146,6 +146,40 @@ pub async fn screenshot(client: &Client, name: &str) -> PathBuf {
     path
 }
 
+/// A Chrome DevTools command sent through the WebDriver session (chromedriver's
+/// `POST /session/{id}/goog/cdp/execute`).
+#[derive(Debug)]
+struct Cdp {
+    body: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &reqwest::Url,
+        session_id: Option<&str>,
+    ) -> Result<reqwest::Url, <reqwest::Url as std::str::FromStr>::Err> {
+        let session = session_id.expect("a session");
+        base_url.join(&format!("session/{session}/goog/cdp/execute"))
+    }
+
+    fn method_and_body(&self, _: &reqwest::Url) -> (hyper::Method, Option<String>) {
+        (hyper::Method::POST, Some(self.body.to_string()))
+    }
+}
+
+/// Makes the page (the viewport) `width` x `height` through the WebDriver session, also
+/// below the narrowest window a desktop Chromium allows (about 500 px): the session's
+/// DevTools device metrics, as a phone's.
+pub async fn set_narrow_viewport(client: &Client, width: u32, height: u32) {
+    let body = json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": true}});
+    client
+        .issue_cmd(Cdp { body })
+        .await
+        .expect("device metrics");
+}
+
 /// Sizes the window so that the page itself (the viewport) is `width` x `height`.
 pub async fn set_viewport(client: &Client, width: u32, height: u32) {
     client.set_window_size(width, height).await.expect("resize");

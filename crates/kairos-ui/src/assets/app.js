@@ -1,6 +1,7 @@
 // The kairos operator page: loads this page's server-rendered fragment with the bearer
-// token kept in this tab (sessionStorage), and sends every action to the public JSON API
-// (same origin, JSON body), showing its answers and problem+json errors as they come.
+// token kept in this tab (sessionStorage), reloads it every few seconds unless a form on it
+// is being edited, and sends every action to the public JSON API (same origin, JSON body),
+// showing its answers and problem+json errors as they come; a 404 becomes a not-found page.
 (function () {
   "use strict";
   var body = document.body;
@@ -10,6 +11,13 @@
   var tokenForm = document.getElementById("token-form");
   var forget = document.getElementById("forget");
   var KEY = "kairos.token";
+  var FLASH = "kairos.flash"; // a message carried over a navigation (after a delete)
+  var REFRESH_MS = 5000;
+  var refreshNote = document.getElementById("refresh-note");
+  var refreshState = document.getElementById("refresh-state");
+  var loading = false;
+  var lastOk = false;
+  var shown = null; // the fragment on the page, to skip a refresh that changed nothing
   var needsToken = body.dataset.auth !== "none";
   var REASONS = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
     405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 415: "Unsupported Media Type",
@@ -26,16 +34,58 @@
 
   // "401 Unauthorized: <detail> (field: rule; ...)" from a refused answer.
   async function problemText(res) {
-    var text = res.status + " " + (REASONS[res.status] || res.statusText || "Error");
+    return problemOf(res.status, await res.text()).text;
+  }
+
+  // The text of a refusal and its problem's detail, from the answer's status and body.
+  function problemOf(status, bodyText) {
+    var text = status + " " + (REASONS[status] || "Error");
+    var detail = "";
     try {
-      var p = JSON.parse(await res.text());
+      var p = JSON.parse(bodyText);
+      detail = p.detail || "";
       if (p.title) { text += " — " + p.title; }
       if (p.detail) { text += ": " + p.detail; }
       if (p.errors && p.errors.length > 1) {
         text += " (" + p.errors.map(function (e) { return e.field + " " + e.rule; }).join("; ") + ")";
       }
     } catch (e) { /* not JSON: the status says it */ }
-    return text;
+    return { text: text, detail: detail };
+  }
+
+  function element(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (name) { node.setAttribute(name, attrs[name]); });
+    (children || []).forEach(function (child) {
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+
+  // The not-found page: what is missing, the likely why, and where to go instead.
+  function notFound(detail) {
+    var params = new URLSearchParams(location.search);
+    var lead, links = [["/ui", "Schedules"], ["/ui/runs", "Runs"]];
+    if (body.dataset.page === "schedule") {
+      var id = decodeURIComponent(location.pathname.split("/").pop());
+      lead = "There is no schedule \u201c" + id + "\u201d. It was deleted, or the link is wrong. " +
+        "The runs it made stay listed under Runs.";
+      links = [["/ui", "All schedules"], ["/ui/runs?schedule_id=" + encodeURIComponent(id), "Runs of " + id]];
+    } else if (body.dataset.page === "runs" && params.get("key")) {
+      lead = "There is no run \u201c" + params.get("key") + "\u201d. The link is wrong, or the run " +
+        "was removed by retention.";
+      links = [["/ui/runs", "All runs"], ["/ui", "Schedules"]];
+    } else {
+      lead = "Nothing here: this page does not exist.";
+    }
+    return element("section", { "class": "not-found", id: "not-found", "aria-labelledby": "not-found-title" }, [
+      element("h1", { id: "not-found-title" }, ["Not found"]),
+      element("p", { "class": "lead", id: "not-found-lead" }, [lead]),
+      detail ? element("p", { "class": "muted" }, ["The API said: " + detail]) : "",
+      element("p", { "class": "links" }, links.map(function (link) {
+        return element("a", { href: link[0] }, [link[1]]);
+      }))
+    ]);
   }
 
   function problemBox(text, status) {
@@ -48,8 +98,12 @@
     return box;
   }
 
-  function say(text, isError) {
+  // Shows `text`; with `key`, a link to that run's page after it.
+  function say(text, isError, key) {
     flash.textContent = text;
+    if (key) {
+      flash.append(" ", element("a", { href: "/ui/runs?key=" + encodeURIComponent(key), id: "flash-run" }, ["Open the run"]));
+    }
     flash.className = isError ? "error" : "ok";
     flash.setAttribute("role", isError ? "alert" : "status");
   }
@@ -59,42 +113,84 @@
     if (show) { document.getElementById("token").focus(); }
   }
 
-  async function load() {
+  // Loads the page's fragment. A refresh (`quiet`) leaves the page alone when the fragment
+  // did not change and shows a failure in the flash, not in place of the page.
+  async function load(quiet) {
     forget.hidden = !token();
     if (needsToken && !token()) {
+      lastOk = false;
       content.innerHTML = "";
       content.append(problemBox("Sign in: this kairos requires a bearer token.", 0));
       showTokenPanel(true);
       return;
     }
-    content.setAttribute("aria-busy", "true");
+    loading = true;
+    if (!quiet) { content.setAttribute("aria-busy", "true"); }
     var res;
     try {
       res = await fetch(body.dataset.fragment + location.search, { headers: headers(false) });
     } catch (e) {
+      loading = false;
+      if (quiet) { say("Refresh failed: " + e.message, true); return; }
+      lastOk = false;
       content.innerHTML = "";
       content.append(problemBox("The request failed: " + e.message, 0));
       return;
     }
     var html = (res.headers.get("Content-Type") || "").indexOf("text/html") === 0;
+    var text = await res.text();
+    lastOk = res.ok && html;
     if (res.ok && html) {
-      content.innerHTML = await res.text();
+      if (!quiet || text !== shown) {
+        content.innerHTML = text;
+        shown = text;
+      }
     } else if (res.ok) {
       content.innerHTML = "";
       content.append(problemBox("Unexpected answer (not an HTML fragment).", res.status));
     } else {
-      var text = await problemText(res);
+      var problem = problemOf(res.status, text);
       content.innerHTML = "";
-      content.append(problemBox(text, res.status));
+      shown = null;
+      content.append(res.status === 404 ? notFound(problem.detail) : problemBox(problem.text, res.status));
       if (res.status === 401) { showTokenPanel(true); }
     }
+    content.dataset.loads = String(Number(content.dataset.loads || "0") + 1);
     content.setAttribute("aria-busy", "false");
+    refreshNote.hidden = !lastOk;
+    loading = false;
+  }
+
+  // Why a refresh would now lose what the person is doing ("" when nothing would be lost).
+  function editing() {
+    var active = document.activeElement;
+    if (active && content.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) {
+      return "a field has focus";
+    }
+    if (content.querySelector("form[data-dirty]")) { return "a form has changes not sent"; }
+    if (content.querySelector("#cancel-form:not([hidden]), #delete-form:not([hidden])")) {
+      return "a confirmation is open";
+    }
+    var plan = document.getElementById("backfill-plan");
+    if (plan && plan.childElementCount > 0) { return "a backfill plan is shown"; }
+    return "";
+  }
+
+  function tick() {
+    if (loading || !lastOk || document.hidden) { return; }
+    var why = editing();
+    refreshState.textContent = why ? "Paused: " + why + "." : "";
+    refreshNote.dataset.paused = why ? "true" : "false";
+    if (!why) { load(true); }
   }
 
   // Sends one action to the JSON API; resolves to its JSON answer (null when empty), or
   // rejects with the problem's text.
-  async function send(path, payload) {
-    var res = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(payload) });
+  async function send(path, payload, method) {
+    var init = payload === undefined ?
+      { method: method || "POST", headers: headers(false) } :
+      { method: method || "POST", headers: headers(true), body: JSON.stringify(payload) };
+    var res = await fetch(path, init);
     if (!res.ok) { throw new Error(await problemText(res)); }
     var text = await res.text();
     return text ? JSON.parse(text) : null;
@@ -107,7 +203,8 @@
   async function act(work) {
     try {
       var message = await work();
-      say(message, false);
+      // A work may answer [text, run key] to link the run it acted on.
+      if (Array.isArray(message)) { say(message[0], false, message[1]); } else { say(message, false); }
       await load();
       flash.focus && flash.focus();
     } catch (e) {
@@ -131,7 +228,7 @@
       var id = form.dataset.schedule;
       return act(async function () {
         var run = await send("/schedules/" + id + "/trigger", { request_id: requestId() });
-        return "Triggered " + id + ": run " + run.idempotency_key.slice(0, 12) + "… is " + run.status + ".";
+        return ["Triggered " + id + ": run " + run.idempotency_key.slice(0, 12) + "… is " + run.status + ".", run.idempotency_key];
       });
     },
     "backfill-form": async function (form) {
@@ -144,16 +241,34 @@
         target.innerHTML = await res.text();
       } else { target.append(problemBox(await problemText(res), res.status)); }
     },
+    "delete-form": async function (form) {
+      var id = form.dataset.schedule;
+      try {
+        await send("/schedules/" + encodeURIComponent(id), undefined, "DELETE");
+      } catch (e) {
+        say(e.message, true);
+        return;
+      }
+      // The schedule is gone: its page would now be a not-found; go to the list.
+      sessionStorage.setItem(FLASH, "Deleted schedule " + id + ". Its run history stays under Runs.");
+      location.assign("/ui");
+    },
     "cancel-form": function (form) {
       var key = form.dataset.key;
       var reason = form.elements.reason.value.trim();
       return act(async function () {
         var answer = await send("/runs/" + key + "/cancel", reason ? { reason: reason } : {});
         var status = answer && answer.status ? " It is " + answer.status + "." : "";
-        return "Cancel of run " + key.slice(0, 12) + "… accepted." + status;
+        return ["Cancel of run " + key.slice(0, 12) + "… accepted." + status, key];
       });
     }
   };
+
+  // A form typed into but not sent holds the refresh.
+  content.addEventListener("input", function (ev) {
+    var form = ev.target.closest && ev.target.closest("form");
+    if (form) { form.dataset.dirty = "true"; }
+  });
 
   content.addEventListener("submit", function (ev) {
     var handler = forms[ev.target.id];
@@ -173,10 +288,15 @@
       document.getElementById("cancel-reason").focus();
     } else if (button.id === "cancel-dismiss") {
       cancelForm.hidden = true;
+    } else if (button.id === "delete-button") {
+      document.getElementById("delete-form").hidden = false;
+      document.getElementById("delete-confirm").focus();
+    } else if (button.id === "delete-dismiss") {
+      document.getElementById("delete-form").hidden = true;
     } else if (button.classList.contains("retry")) {
       act(async function () {
         var run = await send("/runs/" + button.dataset.key + "/retry", { request_id: requestId() });
-        return "Retry of run " + button.dataset.key.slice(0, 12) + "…: " + (run && run.status ? run.status : "accepted") + ".";
+        return ["Retry of run " + button.dataset.key.slice(0, 12) + "…: " + (run && run.status ? run.status : "accepted") + ".", button.dataset.key];
       });
     } else if (button.id === "backfill-confirm") {
       var id = button.dataset.schedule;
@@ -202,5 +322,11 @@
     load();
   });
 
+  var carried = sessionStorage.getItem(FLASH);
+  if (carried) {
+    sessionStorage.removeItem(FLASH);
+    say(carried, false);
+  }
   load();
+  setInterval(tick, REFRESH_MS);
 })();
