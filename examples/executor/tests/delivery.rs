@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::consumer;
 use kairos_core::{Run, RunStatus};
 use kairos_store::runs;
-use kairos_support::{durable, most_at_once, settled, Binary, Kairos, Policy};
+use kairos_support::{durable, most_at_once, once, settled, Binary, Kairos};
 use serde_json::{json, Value};
 
 /// How long the waits in this file may take before the test fails: they end in seconds.
@@ -199,15 +199,6 @@ async fn a_run_cancelled_before_it_started_is_confirmed_not_run() {
     );
     settled(&kairos, Binary::DURABLE, &mut binary.running).await;
     assert_eq!(binary.node_lines("cancelled-early"), 0, "never run");
-}
-
-/// One attempt, no heartbeat timeout.
-fn once() -> Policy {
-    Policy {
-        max_attempts: 1,
-        retry_intervals_s: None,
-        heartbeat_timeout_s: None,
-    }
 }
 
 async fn get(kairos: &Kairos, key: &str) -> Run {

@@ -13,10 +13,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, consumer};
-use kairos_core::{Run, RunStatus};
+use async_nats::jetstream::consumer;
+use kairos_core::RunStatus;
 use kairos_store::runs;
-use kairos_support::{Executor, Kairos, Policy, Running};
+use kairos_support::{durable, most_at_once, once, settled, Executor, Kairos, Running};
 use serde_json::{json, Value};
 use support::{harness, Harness};
 
@@ -100,7 +100,7 @@ async fn python_executor_runs_launches_and_reports_status() {
 async fn a_run_longer_than_the_ack_wait_runs_once() {
     let kairos = Kairos::start().await;
     let mut python = Python::start(&kairos, &["--ack-wait-s", "2"]);
-    let created = durable(&kairos, &mut python.running).await;
+    let created = durable(&kairos, DURABLE, &mut python.running).await;
     assert_eq!(created.config.ack_wait, Duration::from_secs(2));
 
     let dag = json!({"nodes": [{"id": "slow", "sleep_ms": 5_000}]});
@@ -115,7 +115,7 @@ async fn a_run_longer_than_the_ack_wait_runs_once() {
         1,
         "the node ran once"
     );
-    let settled = settled(&kairos, &mut python.running).await;
+    let settled = settled(&kairos, DURABLE, &mut python.running).await;
     assert_eq!(
         (settled.delivered.consumer_sequence, settled.num_redelivered),
         (1, 0),
@@ -129,7 +129,7 @@ async fn a_run_longer_than_the_ack_wait_runs_once() {
 async fn ten_runs_work_at_once() {
     let kairos = Kairos::start().await;
     let mut python = Python::start(&kairos, &["--concurrency", "10"]);
-    durable(&kairos, &mut python.running).await;
+    durable(&kairos, DURABLE, &mut python.running).await;
 
     let dag = json!({"nodes": [{"id": "work", "sleep_ms": 2_000}]});
     let mut keys = Vec::new();
@@ -181,14 +181,14 @@ async fn a_fresh_durable_does_not_replay_earlier_launches() {
     }
 
     let mut python = Python::start(&kairos, &[]);
-    let created = durable(&kairos, &mut python.running).await;
+    let created = durable(&kairos, DURABLE, &mut python.running).await;
     assert_eq!(created.config.deliver_policy, consumer::DeliverPolicy::New);
     let after = kairos.due_run("after-the-executor", dag, &once()).await;
     let run = kairos.ended(&after, &mut python.running).await;
     assert_eq!(run.status, RunStatus::Success);
 
     // Deliveries follow the stream's order, so the earlier launch would have come first.
-    let settled = settled(&kairos, &mut python.running).await;
+    let settled = settled(&kairos, DURABLE, &mut python.running).await;
     assert_eq!(
         settled.delivered.consumer_sequence, 1,
         "one launch delivered"
@@ -199,15 +199,6 @@ async fn a_fresh_durable_does_not_replay_earlier_launches() {
         .expect("the run");
     assert_eq!(untouched.status, RunStatus::Enqueued);
     assert_eq!(python.node_lines("before-the-executor"), 0);
-}
-
-/// One attempt, no heartbeat timeout.
-fn once() -> Policy {
-    Policy {
-        max_attempts: 1,
-        retry_intervals_s: None,
-        heartbeat_timeout_s: None,
-    }
 }
 
 /// The Python executor on kairos's NATS, reporting on the NATS status subject, its output
@@ -252,65 +243,4 @@ impl Python {
             .filter(|line| line.starts_with(&prefix) && line.contains(" node "))
             .count()
     }
-}
-
-/// The executor's durable on `KAIROS_LAUNCH`, once the executor has created it.
-async fn durable(kairos: &Kairos, executor: &mut Running) -> consumer::Info {
-    consumer_until(kairos, executor, |_| true).await
-}
-
-/// The executor's durable once nothing is pending or waiting for its ack.
-async fn settled(kairos: &Kairos, executor: &mut Running) -> consumer::Info {
-    consumer_until(kairos, executor, |info| {
-        info.num_ack_pending == 0 && info.num_pending == 0
-    })
-    .await
-}
-
-async fn consumer_until(
-    kairos: &Kairos,
-    executor: &mut Running,
-    done: impl Fn(&consumer::Info) -> bool,
-) -> consumer::Info {
-    let client = async_nats::connect(kairos.server.url())
-        .await
-        .expect("connect");
-    let stream = jetstream::new(client)
-        .get_stream("KAIROS_LAUNCH")
-        .await
-        .expect("the launch stream");
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Ok(info) = stream.consumer_info(DURABLE).await {
-            if done(&info) {
-                return info;
-            }
-        }
-        assert!(Instant::now() < deadline, "the durable did not get there");
-        executor.assert_alive();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The most runs in flight at one moment: the most [started_at, finished_at) intervals
-/// holding one point (the most is reached at some run's start).
-fn most_at_once(runs: &[Run]) -> usize {
-    let span = |run: &Run| {
-        (
-            run.started_at.expect("started_at"),
-            run.finished_at.expect("finished_at"),
-        )
-    };
-    runs.iter()
-        .map(|run| {
-            let (moment, _) = span(run);
-            runs.iter()
-                .filter(|other| {
-                    let (start, end) = span(other);
-                    start <= moment && moment < end
-                })
-                .count()
-        })
-        .max()
-        .unwrap_or(0)
 }

@@ -543,3 +543,12 @@ pub fn most_at_once(runs: &[Run]) -> usize {
         .max()
         .unwrap_or(0)
 }
+
+/// One attempt, no heartbeat timeout.
+pub fn once() -> Policy {
+    Policy {
+        max_attempts: 1,
+        retry_intervals_s: None,
+        heartbeat_timeout_s: None,
+    }
+}
