@@ -187,10 +187,14 @@ const PLAIN_REFUSAL_LIMIT: usize = 64 * 1024;
 /// text/plain; this layer makes "every refusal is problem+json" hold without listing them.
 pub(crate) async fn problem_json_refusals(response: Response) -> Response {
     let status = response.status();
+    // A problem already, or the operator page's own not-found page (HTML).
     let already_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/problem+json"));
+        .is_some_and(|kind| {
+            kind.as_bytes().starts_with(b"application/problem+json")
+                || kind.as_bytes().starts_with(b"text/html")
+        });
     if !(status.is_client_error() || status.is_server_error()) || already_problem {
         return response;
     }

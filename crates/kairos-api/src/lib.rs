@@ -237,6 +237,19 @@ pub fn routes() -> Vec<Route> {
             get(ui::schedule_page),
         ),
         route(Method::GET, "/ui/runs", None, get(ui::runs_page)),
+        route(Method::GET, "/ui/runs/{key}", None, get(ui::run_page)),
+        route(
+            Method::GET,
+            "/ui/workflows/{id}",
+            None,
+            get(ui::workflow_page),
+        ),
+        route(
+            Method::GET,
+            "/ui/fragments/workflows/{id}",
+            Some(Reader),
+            get(ui::workflow_fragment),
+        ),
         route(Method::GET, "/ui/assets/app.js", None, get(ui::script)),
         route(Method::GET, "/ui/assets/app.css", None, get(ui::style)),
         route(
@@ -262,6 +275,12 @@ pub fn routes() -> Vec<Route> {
             "/ui/fragments/runs",
             Some(Reader),
             get(ui::runs_fragment),
+        ),
+        route(
+            Method::GET,
+            "/ui/fragments/runs/{key}",
+            Some(Reader),
+            get(ui::run_fragment),
         ),
         route(Method::GET, "/readyz", None, get(health::readyz)),
         route(Method::GET, "/metrics", None, get(metrics::render)),
@@ -297,7 +316,13 @@ pub fn app(state: AppState) -> Router {
     }
     router
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .fallback(|| async { ApiError::NoRoute })
+        .fallback(|uri: axum::http::Uri| async move {
+            if uri.path() == "/ui" || uri.path().starts_with("/ui/") {
+                ui::not_found(uri).await
+            } else {
+                ApiError::NoRoute.into_response()
+            }
+        })
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(guard, guard::check))
         .layer(middleware::map_response(error::problem_json_refusals))

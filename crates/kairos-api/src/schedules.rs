@@ -81,7 +81,8 @@ pub(crate) async fn get(
     Ok(Json(answer))
 }
 
-/// `GET /schedules?workflow_id=&user_id=&paused=&cursor=&limit=`.
+/// `GET /schedules?q=&workflow_id=&user_id=&paused=&cursor=&limit=` (`q`: a
+/// case-insensitive substring of the schedule, workflow or user id).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
@@ -91,8 +92,10 @@ pub(crate) async fn list(
         workflow_id: query.text("workflow_id"),
         user_id: query.text("user_id"),
         paused: query.boolean("paused"),
+        q: query.text("q"),
         after: query.text("cursor"),
         limit: query.integer("limit", 100),
+        ..ListFilter::default()
     };
     query.finish()?;
     let page = state.registrar.list(&filter).await?;

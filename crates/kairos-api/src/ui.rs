@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use kairos_auth::{AuthMode, Role};
 use kairos_ui::{Page, Params, Viewer};
 
@@ -76,9 +76,72 @@ pub(crate) async fn schedule_page(
     Ok(shell(&state, &Page::Schedule(id)))
 }
 
-/// `GET /ui/runs`: the runs page's shell.
-pub(crate) async fn runs_page(State(state): State<AppState>) -> Response {
-    shell(&state, &Page::Runs)
+/// `GET /ui/runs`: the runs page's shell; `?key=` (the run page's older address) redirects
+/// to `/ui/runs/{key}`.
+pub(crate) async fn runs_page(
+    State(state): State<AppState>,
+    uri: Uri,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    match params.get("key") {
+        Some(key) if run_key_ok(key) => {
+            Redirect::permanent(&format!("/ui/runs/{key}")).into_response()
+        }
+        Some(_) => not_found(uri).await,
+        None => shell(&state, &Page::Runs),
+    }
+}
+
+/// A run key as `GET /runs/{key}` takes it (`^[A-Za-z0-9_-]{1,200}$`), so it needs no
+/// escaping in a path or an attribute.
+fn run_key_ok(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 200
+        && key
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_'))
+}
+
+/// `GET /ui/runs/{key}`: a run's shell. A key no run can have gets the not-found page.
+pub(crate) async fn run_page(
+    State(state): State<AppState>,
+    uri: Uri,
+    Path(key): Path<String>,
+) -> Response {
+    if !run_key_ok(&key) {
+        return not_found(uri).await;
+    }
+    shell(&state, &Page::Run(key))
+}
+
+/// Any other `/ui/...` path: the page's not-found page (HTML, 404).
+pub(crate) async fn not_found(uri: Uri) -> Response {
+    let page = Html(kairos_ui::not_found(uri.path())).into_response();
+    let mut response = with_headers(page, "text/html; charset=utf-8");
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}
+
+/// `GET /ui/workflows/{id}`: a workflow's shell. The id must be a workflow id (it becomes
+/// the path the script fetches with the caller's token).
+pub(crate) async fn workflow_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    kairos_core::validate_id("workflow_id", &id)
+        .map_err(|err| kairos_registrar::Error::invalid("workflow_id", err.to_string()))?;
+    Ok(shell(&state, &Page::Workflow(id)))
+}
+
+/// `GET /ui/fragments/workflows/{id}?version=`: the versions and the version's DAG as SVG.
+pub(crate) async fn workflow_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    fragment(kairos_ui::workflow(&state.registrar, &id, Params::new(params), viewer).await)
 }
 
 /// `GET /ui/assets/app.js`.
@@ -94,7 +157,8 @@ pub(crate) async fn style() -> Response {
     with_headers(kairos_ui::STYLE.into_response(), "text/css; charset=utf-8")
 }
 
-/// `GET /ui/fragments/schedules?workflow_id=&user_id=&paused=&cursor=`.
+/// `GET /ui/fragments/schedules?q=&workflow_id=&user_id=&paused=&cursor=` (`q`, `workflow_id`
+/// and `user_id` match substrings).
 pub(crate) async fn schedules_fragment(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -135,4 +199,47 @@ pub(crate) async fn runs_fragment(
 ) -> Result<Response, ApiError> {
     let viewer = viewer(&state, &headers);
     fragment(kairos_ui::runs(&state.registrar, Params::new(params), viewer).await)
+}
+
+/// `GET /ui/fragments/runs/{key}`: a run's page, with the launch message of its published
+/// attempt.
+pub(crate) async fn run_fragment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    let viewer = viewer(&state, &headers);
+    fragment(kairos_ui::run(&state.registrar, &key, viewer, Some(launch_text)).await)
+}
+
+/// The launch message of `run`'s current attempt, built as the dispatcher builds it
+/// (`kairos_worker`'s `messages::message`): its JSON (pretty-printed, fields in the order
+/// sent) and its `Nats-Msg-Id`.
+fn launch_text(
+    run: &kairos_registrar::Run,
+    workflow: &kairos_registrar::WorkflowView,
+) -> (String, String) {
+    use kairos_core::RunSource;
+    use kairos_launcher::{LaunchMessage, Source};
+    let message = LaunchMessage {
+        idempotency_key: run.idempotency_key.clone(),
+        schedule_id: run.schedule_id.clone(),
+        workflow_id: run.workflow_id.clone(),
+        version: i64::from(run.version),
+        user_id: run.user_id.clone(),
+        scheduled_for: LaunchMessage::timestamp(run.run_at),
+        fire_at: LaunchMessage::timestamp(run.fire_at),
+        source: match run.source {
+            RunSource::Schedule => Source::Schedule,
+            RunSource::Manual => Source::Manual,
+            RunSource::Backfill => Source::Backfill,
+            RunSource::Api => Source::Api,
+            RunSource::Chain => Source::Chain,
+        },
+        attempt: u32::try_from(run.attempt).unwrap_or(1),
+        dag: std::sync::Arc::new(workflow.dag.clone()),
+    };
+    // Invariant: every field serializes (as `LaunchMessage::encode` relies on).
+    let json = serde_json::to_string_pretty(&message).expect("launch messages always serialize");
+    (json, message.msg_id())
 }

@@ -370,7 +370,7 @@ async fn run_page_shows_attempts_timeline_parent_and_actions() {
 
     let child_page = page(&api, &format!("/ui/fragments/runs?key={child}"), READER).await;
     assert!(
-        child_page.contains(&format!("href=\"/ui/runs?key={key}\"")),
+        child_page.contains(&format!("href=\"/ui/runs/{key}\"")),
         "the parent links its page: {child_page}"
     );
     assert!(!child_page.contains("<button"), "a reader gets no buttons");
@@ -397,10 +397,7 @@ async fn run_page_shows_attempts_timeline_parent_and_actions() {
 
     // Run keys in the tables link the run's page.
     let list = page(&api, "/ui/fragments/runs", READER).await;
-    assert!(
-        list.contains(&format!("href=\"/ui/runs?key={key}\"")),
-        "{list}"
-    );
+    assert!(list.contains(&format!("href=\"/ui/runs/{key}\"")), "{list}");
 
     // An unknown run is a 404; a key with other filters is refused by name.
     let (status, kind, _) = call(

@@ -78,6 +78,9 @@ enum RunsVerb {
 enum Verb {
     /// List schedules (one page; pass the printed next_cursor as --cursor for the next).
     List {
+        /// Only schedules whose schedule, workflow or user id contains this text (any case).
+        #[arg(long, visible_alias = "q")]
+        search: Option<String>,
         /// Only this workflow's schedules.
         #[arg(long)]
         workflow_id: Option<String>,
@@ -307,6 +310,7 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
     let pause = |id: &str, paused: bool| json!({ "schedule_id": id, "paused": paused });
     Ok(match verb {
         Verb::List {
+            search,
             workflow_id,
             user_id,
             paused,
@@ -315,6 +319,7 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
         } => {
             let mut query = vec![("limit", limit.to_string())];
             let optional = [
+                ("q", search.clone()),
                 ("workflow_id", workflow_id.clone()),
                 ("user_id", user_id.clone()),
                 ("paused", paused.map(|p| p.to_string())),
@@ -433,4 +438,34 @@ async fn answer(response: Response) -> anyhow::Result<Option<Value>> {
         message.push_str(&format!("\n  {}: {}", error["field"], error["rule"]));
     }
     bail!(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Line {
+        #[command(subcommand)]
+        verb: Verb,
+    }
+
+    fn query_of(args: &[&str]) -> Vec<(&'static str, String)> {
+        let line = Line::try_parse_from(args).expect("parses");
+        request(&line.verb).expect("request").2
+    }
+
+    #[test]
+    fn list_search_is_sent_as_q() {
+        for flag in ["--search", "--q"] {
+            let query = query_of(&["kairos", "list", flag, "Dem%"]);
+            assert!(
+                query.contains(&("q", "Dem%".to_string())),
+                "{flag}: {query:?}"
+            );
+        }
+        let query = query_of(&["kairos", "list"]);
+        assert!(query.iter().all(|(name, _)| *name != "q"), "{query:?}");
+    }
 }

@@ -396,6 +396,38 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     wait_text(&client, "#content h1", "Runs").await;
     wait_text(&client, "#content p.muted", "longest in flight first").await;
 
+    // Search: typed into the box and sent, the list holds only what matches, case aside.
+    client.goto(&format!("{base}/ui")).await.expect("list");
+    wait_text(&client, "table.schedules", "quarter-hour").await;
+    let search = client
+        .wait()
+        .for_element(Locator::Css("#f-q"))
+        .await
+        .expect("the search box");
+    search.send_keys("BERL\n").await.expect("type a search");
+    wait_text(&client, "table.schedules", "berlin-close").await;
+    let shown = js(
+        &client,
+        "return [new URLSearchParams(location.search).get('q'), \
+                 document.querySelectorAll('table.schedules tbody tr').length];",
+    )
+    .await;
+    assert_eq!(shown, serde_json::json!(["BERL", 1]), "only berlin-close");
+
+    // The workflow page draws its DAG: a node per step, an edge per dependency.
+    client
+        .goto(&format!("{base}/ui/workflows/report"))
+        .await
+        .expect("workflow page");
+    wait_text(&client, "#dag", "extract").await;
+    let drawn = js(
+        &client,
+        "return [document.querySelectorAll('#dag g.node').length, \
+                 document.querySelectorAll('#dag path.edge').length];",
+    )
+    .await;
+    assert_eq!(drawn, serde_json::json!([2, 1]), "extract -> load");
+
     // A phone: the list as cards, the page exactly as wide as the screen.
     let phone_profile = tempfile::tempdir().expect("profile");
     let handheld = phone(driver, &phone_profile).await;
@@ -760,7 +792,7 @@ fn run_page_refresh_delete_and_layout_in_chromium() {
             .attr("href")
             .await
             .expect("href");
-        assert_eq!(link, Some(format!("/ui/runs?key={key}")));
+        assert_eq!(link, Some(format!("/ui/runs/{key}")));
         wait_text(&client, "#attempts", "exit 3: disk full").await;
         wait_text(&client, "#run-attempt", "2").await;
 
@@ -826,7 +858,7 @@ fn run_page_refresh_delete_and_layout_in_chromium() {
         )
         .await;
         client
-            .goto(&format!("{base}/ui/runs?key={}", "0".repeat(64)))
+            .goto(&format!("{base}/ui/runs/{}", "0".repeat(64)))
             .await
             .expect("unknown run");
         wait_text(&client, "#not-found-lead", "There is no run").await;

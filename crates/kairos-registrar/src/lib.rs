@@ -57,7 +57,7 @@ pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{
     Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
 };
-pub use workflows::{Deployed, WorkflowInput, WorkflowView};
+pub use workflows::{Deployed, WorkflowInput, WorkflowView, WORKFLOW_VERSIONS_MAX};
 
 use chrono::{DateTime, Utc};
 use kairos_store::{PgPool, Tx};

@@ -50,6 +50,18 @@ pub struct Backfilled {
 }
 
 impl Registrar {
+    /// The runs a chain fired from run `key` (at most [`kairos_store::runs::CHILDREN_MAX`]),
+    /// oldest tick first; none for an unknown key.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn children(&self, key: &str) -> Result<Vec<Run>> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let children = runs::children(&mut *tx, key).await?;
+        tx.commit().await?;
+        Ok(children)
+    }
+
     /// Creates a run of `schedule_id` now, keyed on `request_id`, or answers the run that
     /// request id created before. `overlap_policy` overrides the schedule's for this run;
     /// a paused schedule can be triggered.

@@ -299,6 +299,15 @@ impl Registrar {
                     .map_err(|e| Error::invalid(field, e.to_string()))?;
             }
         }
+        for (field, value) in [
+            ("q", &filter.q),
+            ("workflow_id", &filter.workflow_contains),
+            ("user_id", &filter.user_contains),
+        ] {
+            if let Some(value) = value {
+                check_search(field, value)?;
+            }
+        }
         let schedules = store::list(&self.pool, filter).await?;
         let full = i64::try_from(schedules.len()).unwrap_or(i64::MAX) == filter.limit;
         let next_cursor = full
@@ -500,6 +509,25 @@ pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {
 pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
     kairos_core::validate_id("schedule_id", schedule_id)
         .map_err(|err| Error::invalid("schedule_id", err.to_string()))
+}
+
+/// Search text: at most [`kairos_core::MAX_ID_LEN`] characters (no id is longer, so no
+/// longer text can match) and no control character.
+fn check_search(field: &str, text: &str) -> Result<()> {
+    let len = text.chars().count();
+    if len > kairos_core::MAX_ID_LEN {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "is {len} characters long; the limit is {}",
+                kairos_core::MAX_ID_LEN
+            ),
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(Error::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
 }
 
 pub(crate) fn check_limit(limit: i64) -> Result<()> {

@@ -21,6 +21,9 @@ use crate::{dag, rules, Registrar};
 /// Reason written on the unpublished runs of a schedule a deploy removed.
 const REMOVED: &str = "schedule deleted: not in the workflow's deployed set";
 
+/// How many versions [`Registrar::workflow_versions`] answers at most (the newest).
+pub const WORKFLOW_VERSIONS_MAX: i64 = 100;
+
 /// The body of a workflow deploy.
 #[derive(Debug, Clone)]
 pub struct WorkflowInput {
@@ -148,6 +151,24 @@ impl Registrar {
             dag: stored.dag,
             created_at: stored.created_at,
         })
+    }
+
+    /// The stored versions of a workflow, newest first (at most [`WORKFLOW_VERSIONS_MAX`]).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id; [`Error::NotFound`] when no version is stored;
+    /// [`Error::Store`].
+    pub async fn workflow_versions(&self, workflow_id: &str) -> Result<Vec<i32>> {
+        kairos_core::validate_id("workflow_id", workflow_id)
+            .map_err(|err| Error::invalid("workflow_id", err.to_string()))?;
+        let mut conn = Tx::begin(&self.pool).await?;
+        let versions = workflows::versions(&mut conn, workflow_id, WORKFLOW_VERSIONS_MAX).await?;
+        if versions.is_empty() {
+            return Err(Error::NotFound {
+                what: format!("workflow {workflow_id:?}"),
+            });
+        }
+        Ok(versions)
     }
 
     /// Plans every schedule of the set against what is stored; all problems at once.

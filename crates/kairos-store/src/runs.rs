@@ -140,6 +140,30 @@ pub async fn get(db: impl PgExecutor<'_>, idempotency_key: &str) -> Result<Optio
         .map(Run::from))
 }
 
+/// Most chain children [`children`] answers.
+pub const CHILDREN_MAX: i64 = 100;
+
+/// The runs a chain fired from run `parent_key` (their `parent_key`), oldest tick first
+/// (then by key), at most [`CHILDREN_MAX`]. No index covers `parent_key`: this reads every
+/// partition, which is fine for one run's page but not for a hot path.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn children(db: impl PgExecutor<'_>, parent_key: &str) -> Result<Vec<Run>> {
+    let sql = format!(
+        "select {RUN_COLUMNS} from schedule_runs where parent_key = $1 \
+         order by run_at, idempotency_key limit $2"
+    );
+    Ok(sqlx::query_as::<_, RunRow>(&sql)
+        .bind(parent_key)
+        .bind(CHILDREN_MAX)
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(Run::from)
+        .collect())
+}
+
 /// A schedule's runs, newest tick first (then by key, descending), optionally of one
 /// status, and only those after `before` in that order (keyset pagination: the last run of
 /// the previous page, by `run_at` and key).

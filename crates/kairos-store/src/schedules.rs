@@ -64,10 +64,35 @@ pub struct ListFilter {
     pub user_id: Option<String>,
     /// Only paused (or only unpaused) schedules.
     pub paused: Option<bool>,
+    /// Only schedules whose schedule id, workflow id or user id contains this text,
+    /// ignoring case; `%`, `_` and `\` in it match themselves.
+    pub q: Option<String>,
+    /// Only schedules whose workflow id contains this text, ignoring case (the operator
+    /// page's workflow filter).
+    pub workflow_contains: Option<String>,
+    /// Only schedules whose user id contains this text, ignoring case (the operator page's
+    /// user filter).
+    pub user_contains: Option<String>,
     /// Only schedule ids strictly greater than this (the cursor of the previous page).
     pub after: Option<String>,
     /// Page size.
     pub limit: i64,
+}
+
+/// An `ilike` pattern matching any text that contains `text`: its `%`, `_` and `\` are
+/// escaped (with `\`, the escape character of the statements below) so they match
+/// literally.
+pub fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// A page of schedules in `schedule_id` order (keyset pagination: stable under inserts).
@@ -81,14 +106,22 @@ pub async fn list(db: impl PgExecutor<'_>, filter: &ListFilter) -> Result<Vec<Sc
            and ($2::text is null or user_id = $2) \
            and ($3::bool is null or paused = $3) \
            and ($4::text is null or schedule_id > $4) \
+           and ($6::text is null or schedule_id ilike $6 escape '\\' \
+                or workflow_id ilike $6 escape '\\' or user_id ilike $6 escape '\\') \
+           and ($7::text is null or workflow_id ilike $7 escape '\\') \
+           and ($8::text is null or user_id ilike $8 escape '\\') \
          order by schedule_id limit $5"
     );
+    let pattern = |text: &Option<String>| text.as_deref().map(contains_pattern);
     Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(&filter.workflow_id)
         .bind(&filter.user_id)
         .bind(filter.paused)
         .bind(&filter.after)
         .bind(filter.limit)
+        .bind(pattern(&filter.q))
+        .bind(pattern(&filter.workflow_contains))
+        .bind(pattern(&filter.user_contains))
         .fetch_all(db)
         .await?
         .into_iter()

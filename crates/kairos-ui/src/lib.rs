@@ -29,12 +29,15 @@ mod runs;
 mod schedule;
 mod time;
 mod words;
+mod workflow;
 
 pub use list::schedules;
 pub use params::Params;
+pub use run::{run, LaunchText};
 pub use runs::runs;
 pub use schedule::{backfill_plan, schedule};
 pub use words::describe;
+pub use workflow::workflow;
 
 use maud::{html, Markup, DOCTYPE};
 
@@ -59,6 +62,10 @@ pub enum Page {
     Schedule(String),
     /// `/ui/runs`: runs across schedules.
     Runs,
+    /// `/ui/workflows/{id}`: a workflow's versions and DAG.
+    Workflow(String),
+    /// `/ui/runs/{key}`: one run.
+    Run(String),
 }
 
 impl Page {
@@ -68,6 +75,8 @@ impl Page {
             Page::Schedules => "schedules",
             Page::Schedule(_) => "schedule",
             Page::Runs => "runs",
+            Page::Workflow(_) => "workflow",
+            Page::Run(_) => "run",
         }
     }
 
@@ -76,6 +85,8 @@ impl Page {
             Page::Schedules => "Schedules".to_string(),
             Page::Schedule(id) => format!("Schedule {id}"),
             Page::Runs => "Runs".to_string(),
+            Page::Workflow(id) => format!("Workflow {id}"),
+            Page::Run(key) => format!("Run {key}"),
         }
     }
 
@@ -85,6 +96,8 @@ impl Page {
             Page::Schedules => "/ui/fragments/schedules".to_string(),
             Page::Schedule(id) => format!("/ui/fragments/schedules/{id}"),
             Page::Runs => "/ui/fragments/runs".to_string(),
+            Page::Workflow(id) => format!("/ui/fragments/workflows/{id}"),
+            Page::Run(key) => format!("/ui/fragments/runs/{key}"),
         }
     }
 }
@@ -131,6 +144,44 @@ pub fn shell(page: &Page, auth_mode: &str) -> String {
                     noscript { p { "This page needs JavaScript to send your token with each request." } }
                 }
                 script src="/ui/assets/app.js" {}
+            }
+        }
+    };
+    markup.into_string()
+}
+
+/// The page for a `/ui` path that names nothing (`path`, as asked): the page's look, what
+/// is missing, and where to go instead. Holds no data and loads no script.
+pub fn not_found(path: &str) -> String {
+    let markup: Markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "kairos · Not found" }
+                link rel="stylesheet" href="/ui/assets/app.css";
+            }
+            body data-page="not-found" {
+                header.top {
+                    a.brand href="/ui" { "kairos" }
+                    nav aria-label="Main" {
+                        a href="/ui" { "Schedules" }
+                        a href="/ui/runs" { "Runs" }
+                    }
+                }
+                main #content {
+                    section.not-found #not-found aria-labelledby="not-found-title" {
+                        h1 #not-found-title { "Not found" }
+                        p.lead #not-found-lead {
+                            "Nothing here: " code { (path) } " is not a page of kairos. The link is wrong or out of date."
+                        }
+                        p.links {
+                            a href="/ui" { "Schedules" }
+                            a href="/ui/runs" { "Runs" }
+                        }
+                    }
+                }
             }
         }
     };

@@ -1,7 +1,11 @@
 //! The schedules list (`/ui`): each schedule with its next fire time in its zone and in UTC,
-//! paused state, last outcome and skipped and missed counts; filters and cursor paging over
-//! `GET /schedules`' keyset listing (primary key order, so a page costs the same at any
-//! depth of a million schedules).
+//! paused state, last outcome and skipped and missed counts; a search box, filters and cursor
+//! paging over `GET /schedules`' keyset listing (primary key order, so a page costs the same
+//! at any depth of a million schedules).
+//!
+//! The search box (`q`) matches a case-insensitive substring of the schedule, workflow or
+//! user id; the workflow and user filters match a case-insensitive substring of their own
+//! field (`workflow_id=dem` finds workflow `demo`), unlike `GET /schedules`' exact filters.
 
 use kairos_registrar::{Registrar, ScheduleRow};
 use kairos_store::schedules::ListFilter;
@@ -14,8 +18,8 @@ use crate::Viewer;
 /// Rows per page.
 const PAGE_SIZE: i64 = 50;
 
-/// The schedules fragment for the query `params` (`workflow_id`, `user_id`, `paused`,
-/// `cursor`).
+/// The schedules fragment for the query `params` (`q`, `workflow_id`, `user_id`, `paused`,
+/// `cursor`); `q`, `workflow_id` and `user_id` match substrings, ignoring case.
 ///
 /// # Errors
 /// [`kairos_registrar::Error::Invalid`] for a bad parameter; a store error.
@@ -26,11 +30,13 @@ pub async fn schedules(
 ) -> Result<String, kairos_registrar::Error> {
     let mut params = params;
     let filter = ListFilter {
-        workflow_id: params.text("workflow_id"),
-        user_id: params.text("user_id"),
+        q: params.text("q"),
+        workflow_contains: params.text("workflow_id"),
+        user_contains: params.text("user_id"),
         paused: params.boolean("paused"),
         after: params.text("cursor"),
         limit: PAGE_SIZE,
+        ..ListFilter::default()
     };
     params.finish()?;
     let page = registrar.schedule_rows(&filter).await?;
@@ -83,7 +89,9 @@ fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup
             td data-label="Schedule" {
                 a.schedule-link href=(format!("/ui/schedules/{}", s.schedule_id)) { (s.schedule_id) }
             }
-            td data-label="Workflow" { (s.workflow_id) " v" (s.version) br; small.muted { "user " (s.user_id) } }
+            td data-label="Workflow" {
+                a.workflow-link href=(crate::workflow::link(&s.workflow_id, Some(s.version))) { (s.workflow_id) " v" (s.version) }
+                br; small.muted { "user " (s.user_id) } }
             td data-label="Spec" { code { (s.cron_expr) } br; small.muted { (s.timezone) } }
             td.next-fire data-label="Next fire" {
                 @match row.next_fire {
@@ -133,14 +141,19 @@ pub(crate) fn role_note(viewer: Viewer) -> Markup {
 fn filters(filter: &ListFilter) -> Markup {
     let paused = filter.paused.map(|p| p.to_string()).unwrap_or_default();
     html! {
-        form.filters #schedule-filters method="get" action="/ui" {
-            div.field {
-                label for="f-workflow" { "Workflow" }
-                input #f-workflow name="workflow_id" value=(filter.workflow_id.clone().unwrap_or_default());
+        form.filters #schedule-filters method="get" action="/ui" role="search" {
+            div.field.search {
+                label for="f-q" { "Search" }
+                input #f-q type="search" name="q" placeholder="schedule, workflow or user id"
+                    value=(filter.q.clone().unwrap_or_default());
             }
             div.field {
-                label for="f-user" { "User" }
-                input #f-user name="user_id" value=(filter.user_id.clone().unwrap_or_default());
+                label for="f-workflow" { "Workflow contains" }
+                input #f-workflow name="workflow_id" value=(filter.workflow_contains.clone().unwrap_or_default());
+            }
+            div.field {
+                label for="f-user" { "User contains" }
+                input #f-user name="user_id" value=(filter.user_contains.clone().unwrap_or_default());
             }
             div.field {
                 label for="f-paused" { "Paused" }
@@ -157,17 +170,20 @@ fn filters(filter: &ListFilter) -> Markup {
 
 fn query(filter: &ListFilter, cursor: Option<&str>) -> String {
     let mut parts = Vec::new();
-    if let Some(w) = &filter.workflow_id {
-        parts.push(format!("workflow_id={w}"));
+    if let Some(q) = &filter.q {
+        parts.push(format!("q={}", encode(q)));
     }
-    if let Some(u) = &filter.user_id {
-        parts.push(format!("user_id={u}"));
+    if let Some(w) = &filter.workflow_contains {
+        parts.push(format!("workflow_id={}", encode(w)));
+    }
+    if let Some(u) = &filter.user_contains {
+        parts.push(format!("user_id={}", encode(u)));
     }
     if let Some(p) = filter.paused {
         parts.push(format!("paused={p}"));
     }
     if let Some(c) = cursor {
-        parts.push(format!("cursor={c}"));
+        parts.push(format!("cursor={}", encode(c)));
     }
     if parts.is_empty() {
         "/ui".to_string()
@@ -182,4 +198,17 @@ fn page_link(filter: &ListFilter, cursor: &str) -> String {
 
 fn first_link(filter: &ListFilter) -> String {
     query(filter, None)
+}
+
+/// `text` as a query string value: every byte but the unreserved ones percent-encoded.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

@@ -1,10 +1,11 @@
-//! One run (`/ui/runs?key=…`): what `GET /runs/{key}` answers, for a person: the status
-//! timeline, every attempt with its error and executor, the chain parent, and (for a
-//! deployer) the cancel and retry the API allows.
+//! One run (`/ui/runs/{key}`): what `GET /runs/{key}` answers, for a person: the status
+//! timeline, every attempt with its error and executor, the launch message of the attempt
+//! published (rebuilt by the caller, which owns the wire type), the chain parent and the
+//! runs the chain fired from it, and (for a deployer) the cancel and retry the API allows.
 
 use chrono::{DateTime, Utc};
 use kairos_core::Attempt;
-use kairos_registrar::{Registrar, Run, RunView};
+use kairos_registrar::{Registrar, Run, RunView, WorkflowView};
 use maud::{html, Markup};
 
 use crate::list::role_note;
@@ -12,16 +13,49 @@ use crate::runs::{cancel_form, retryable, run_href};
 use crate::time::{rfc3339, span, utc};
 use crate::Viewer;
 
-/// The page of run `key`.
+/// Rebuilds the launch message of a run's current attempt from the run and its workflow
+/// version, as the dispatcher publishes it: its JSON text and its `Nats-Msg-Id`.
+pub type LaunchText = fn(&Run, &WorkflowView) -> (String, String);
+
+/// What the page says about the launch message.
+enum Launch {
+    /// The current attempt was published: the message's JSON text and `Nats-Msg-Id`.
+    Sent { json: String, msg_id: String },
+    /// The current attempt has not been published (yet, or ever).
+    NotPublished,
+    /// The workflow version is no longer stored, so the DAG cannot be shown.
+    VersionGone,
+    /// No message builder was given (the `?key=` fragment of the runs list).
+    Unknown,
+}
+
+/// The page of run `key`; with `launch`, the launch message of its published attempt.
 ///
 /// # Errors
 /// [`kairos_registrar::Error::NotFound`] for an unknown run; a store error.
-pub(crate) async fn run(
+pub async fn run(
     registrar: &Registrar,
     key: &str,
     viewer: Viewer,
+    launch: Option<LaunchText>,
 ) -> Result<String, kairos_registrar::Error> {
     let view = registrar.run(key).await?;
+    let launch = match launch {
+        None => Launch::Unknown,
+        Some(_) if view.run.published_at.is_none() => Launch::NotPublished,
+        Some(build) => {
+            let version = i64::from(view.run.version);
+            match registrar.get_workflow(&view.run.workflow_id, version).await {
+                Ok(workflow) => {
+                    let (json, msg_id) = build(&view.run, &workflow);
+                    Launch::Sent { json, msg_id }
+                }
+                Err(kairos_registrar::Error::NotFound { .. }) => Launch::VersionGone,
+                Err(err) => return Err(err),
+            }
+        }
+    };
+    let children = registrar.children(key).await?;
     let schedule_kept = match registrar.get(&view.run.schedule_id).await {
         Ok(_) => true,
         Err(kairos_registrar::Error::NotFound { .. }) => false,
@@ -75,6 +109,11 @@ pub(crate) async fn run(
             h2 #attempts-title { "Attempts" }
             (attempts(&view))
         }
+        section aria-labelledby="children-title" {
+            h2 #children-title { "Chain children" }
+            (children_list(&children))
+        }
+        (launch_section(run, launch))
     };
     Ok(markup.into_string())
 }
@@ -234,5 +273,49 @@ fn attempts(view: &RunView) -> Markup {
                 }
             }
         } }
+    }
+}
+
+fn children_list(children: &[Run]) -> Markup {
+    html! {
+        @if children.is_empty() {
+            p.muted #run-children-none { "No run was fired by a chain from this run." }
+        } @else {
+            @if children.len() as i64 >= kairos_store::runs::CHILDREN_MAX {
+                p.muted { "The first " (children.len()) " shown." }
+            }
+            ul #run-children {
+                @for child in children {
+                    li.child data-key=(child.idempotency_key) {
+                        a.run-link href=(run_href(&child.idempotency_key)) { code { (child.idempotency_key) } }
+                        " " span class=(status_class(child)) { (child.status.as_str()) }
+                        " schedule " (child.schedule_id) " · tick " (utc(child.run_at))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn launch_section(run: &Run, launch: Launch) -> Markup {
+    html! {
+        @if !matches!(launch, Launch::Unknown) {
+            section aria-labelledby="launch-title" {
+                h2 #launch-title { "Launch message" }
+                @match launch {
+                    Launch::Sent { json, msg_id } => {
+                        p.muted { "Attempt " (run.attempt) " as published, rebuilt from the stored run and its workflow version. Nats-Msg-Id " code #launch-msg-id { (msg_id) } }
+                        pre.launch #launch-message { code { (json) } }
+                    }
+                    Launch::NotPublished => {
+                        p.muted #launch-none { "Attempt " (run.attempt) " has not been published." }
+                    }
+                    Launch::VersionGone => {
+                        p.muted #launch-none { "Workflow " (run.workflow_id) " version " (run.version) " is no longer stored: the message cannot be rebuilt." }
+                    }
+                    Launch::Unknown => {}
+                }
+            }
+        }
     }
 }

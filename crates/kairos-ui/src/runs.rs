@@ -31,7 +31,8 @@ enum View {
 
 /// The runs fragment for the query `params` (`view` = `recent` | `upcoming` | `in_flight`
 /// | `dead_letters`, `status`, `schedule_id`, `workflow_id`), or with `key` alone the page
-/// of that run.
+/// of that run without its launch message (the page itself, `/ui/runs/{key}`, loads
+/// [`crate::run()`] with one).
 ///
 /// # Errors
 /// `Invalid` for a bad parameter; `NotFound` for an unknown run; a store error.
@@ -43,7 +44,7 @@ pub async fn runs(
     let mut params = params;
     if let Some(key) = params.text("key") {
         params.finish()?;
-        return crate::run::run(registrar, &key, viewer).await;
+        return crate::run::run(registrar, &key, viewer, None).await;
     }
     let view = match params.text("view").as_deref() {
         None | Some("recent") => View::Fired,
@@ -136,7 +137,7 @@ fn split_at_now(rows: Vec<Run>, now: DateTime<Utc>, upcoming: bool) -> Vec<Run> 
 
 /// The link to run `key`'s page.
 pub(crate) fn run_href(key: &str) -> String {
-    format!("/ui/runs?key={key}")
+    format!("/ui/runs/{key}")
 }
 
 /// Links to the views, the filters kept.

@@ -257,7 +257,11 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         ("Updated", in_zone(s.updated_at, z)),
     ];
     html! {
-        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd { (value) } } }
+        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd {
+            @if name == "Workflow" {
+                a.workflow-link href=(crate::workflow::link(&s.workflow_id, Some(s.version))) { (value) }
+            } @else { (value) }
+        } } }
     }
 }
 

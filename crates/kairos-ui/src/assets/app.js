@@ -71,8 +71,17 @@
       lead = "There is no schedule \u201c" + id + "\u201d. It was deleted, or the link is wrong. " +
         "The runs it made stay listed under Runs.";
       links = [["/ui", "All schedules"], ["/ui/runs?schedule_id=" + encodeURIComponent(id), "Runs of " + id]];
-    } else if (body.dataset.page === "runs" && params.get("key")) {
-      lead = "There is no run \u201c" + params.get("key") + "\u201d. The link is wrong, or the run " +
+    } else if (body.dataset.page === "workflow") {
+      var workflow = decodeURIComponent(location.pathname.split("/").pop());
+      lead = params.get("version")
+        ? "Workflow \u201c" + workflow + "\u201d has no version " + params.get("version") + "."
+        : "There is no workflow \u201c" + workflow + "\u201d: no version of it is stored.";
+      links = [["/ui/workflows/" + encodeURIComponent(workflow), "Workflow " + workflow], ["/ui", "Schedules"]];
+    } else if (body.dataset.page === "run" || (body.dataset.page === "runs" && params.get("key"))) {
+      var key = body.dataset.page === "run"
+        ? decodeURIComponent(location.pathname.split("/").pop())
+        : params.get("key");
+      lead = "There is no run \u201c" + key + "\u201d. The link is wrong, or the run " +
         "was removed by retention.";
       links = [["/ui/runs", "All runs"], ["/ui", "Schedules"]];
     } else {
@@ -102,7 +111,7 @@
   function say(text, isError, key) {
     flash.textContent = text;
     if (key) {
-      flash.append(" ", element("a", { href: "/ui/runs?key=" + encodeURIComponent(key), id: "flash-run" }, ["Open the run"]));
+      flash.append(" ", element("a", { href: "/ui/runs/" + encodeURIComponent(key), id: "flash-run" }, ["Open the run"]));
     }
     flash.className = isError ? "error" : "ok";
     flash.setAttribute("role", isError ? "alert" : "status");
