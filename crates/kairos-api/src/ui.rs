@@ -5,11 +5,15 @@
 //! the JSON API's routes.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use chrono::{DateTime, Utc};
 use kairos_auth::{AuthMode, Role};
+use kairos_store::overview::HourTotals;
 use kairos_ui::{Page, Params, Viewer};
 
 use crate::error::ApiError;
@@ -165,7 +169,56 @@ pub(crate) async fn schedules_fragment(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let viewer = viewer(&state, &headers);
-    fragment(kairos_ui::schedules(&state.registrar, Params::new(params), viewer).await)
+    let (day, day_at) = match last_day(&state).await {
+        Ok(day) => day,
+        Err(err) => return fragment(Err(err)),
+    };
+    fragment(
+        kairos_ui::schedules(
+            &state.registrar,
+            Params::new(params),
+            viewer,
+            &day,
+            day_at,
+            LAST_DAY_MAX_AGE.as_secs(),
+        )
+        .await,
+    )
+}
+
+/// How long the overview's last-day totals are reused: the list refreshes every 5 s, and on
+/// a busy deployment the totals read millions of runs.
+const LAST_DAY_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// The last day's totals across all schedules, the "now" they were read at, when they were
+/// read, and the database they were read from (the key: one process may serve several).
+type CachedDay = (String, Instant, Arc<Vec<HourTotals>>, DateTime<Utc>);
+
+/// One entry; a process serves one database, so a second key only replaces the first.
+static LAST_DAY: tokio::sync::Mutex<Option<CachedDay>> = tokio::sync::Mutex::const_new(None);
+
+/// The overview's last-day totals, read at most once per [`LAST_DAY_MAX_AGE`] (callers
+/// meanwhile wait on the lock instead of reading them again).
+async fn last_day(
+    state: &AppState,
+) -> Result<(Arc<Vec<HourTotals>>, DateTime<Utc>), kairos_registrar::Error> {
+    let options = state.registrar.pool().connect_options();
+    let key = format!(
+        "{}:{}/{}",
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or_default()
+    );
+    let mut cached = LAST_DAY.lock().await;
+    if let Some((at_key, read, day, now)) = cached.as_ref() {
+        if *at_key == key && read.elapsed() < LAST_DAY_MAX_AGE {
+            return Ok((Arc::clone(day), *now));
+        }
+    }
+    let (day, now) = state.registrar.last_day().await?;
+    let day = Arc::new(day);
+    *cached = Some((key, Instant::now(), Arc::clone(&day), now));
+    Ok((day, now))
 }
 
 /// `GET /ui/fragments/schedules/{id}`.

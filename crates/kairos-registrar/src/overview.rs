@@ -192,6 +192,17 @@ impl Registrar {
         self.now(&mut tx).await
     }
 
+    /// The last day across all schedules, per hour (see [`overview::last_day`]), and the
+    /// "now" it ends at.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn last_day(&self) -> Result<(Vec<overview::HourTotals>, DateTime<Utc>)> {
+        let mut tx = Tx::begin(self.pool()).await?;
+        let now = self.now(&mut tx).await?;
+        Ok((overview::last_day(&mut *tx, now).await?, now))
+    }
+
     /// The newest runs matching `filter` (its `limit` must be 1..=1000), and "now".
     ///
     /// # Errors

@@ -3,8 +3,10 @@
 //! by an index: `schedule_runs_schedule` with a schedule, `schedule_runs_recent` otherwise
 //! (with a workflow filter it skips other workflows' runs: no second index is written on
 //! every status change for an admin listing), and the partial `schedule_runs_in_flight` for
-//! runs in flight.
+//! runs in flight. The last day across all schedules ([`last_day`]) reads `schedule_runs_recent`
+//! over a `run_at` range, so at most the two newest day partitions.
 
+use chrono::{DateTime, Utc};
 use kairos_core::{Run, RunFilter};
 use sqlx::PgExecutor;
 
@@ -85,4 +87,62 @@ pub async fn in_flight(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Ve
     }
     let runs = query.bind(filter.limit).fetch_all(db).await?;
     Ok(runs.into_iter().map(Run::from).collect())
+}
+
+/// One hour of the last day across all schedules: what the runs planned in it became, and
+/// how late the published ones were.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct HourTotals {
+    /// Which hour: 0 holds `run_at` in (now − 1 h, now], 23 holds (now − 24 h, now − 23 h].
+    pub hours_ago: i32,
+    /// `SUCCESS`.
+    pub success: i64,
+    /// `FAILED` or `TIMED_OUT`.
+    pub failed: i64,
+    /// `SKIPPED`.
+    pub skipped: i64,
+    /// `CANCELLED`.
+    pub cancelled: i64,
+    /// Any other status: pending or in flight.
+    pub other: i64,
+    /// How many were published (those the drift is over).
+    pub published: i64,
+    /// The median of `published_at − fire_at` in milliseconds (none published: `None`).
+    pub drift_p50_ms: Option<f64>,
+    /// The largest `published_at − fire_at` in milliseconds.
+    pub drift_max_ms: Option<f64>,
+}
+
+/// Runs with `run_at` in (`now` − 24 h, `now`], grouped by hour (only hours holding a run),
+/// newest hour first. Drift is over published runs only (`greatest` ignores nulls, hence the
+/// `case`); a negative drift (published before its fire time) counts as 0.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn last_day(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<HourTotals>> {
+    let rows = sqlx::query_as::<_, HourTotals>(
+        "with day as ( \
+             select status, \
+                    floor(extract(epoch from ($1::timestamptz - run_at)) / 3600)::int as hours_ago, \
+                    case when published_at is not null then \
+                        greatest(0, extract(epoch from (published_at - fire_at)) * 1000)::float8 end \
+                        as drift_ms \
+             from schedule_runs \
+             where run_at > $1::timestamptz - interval '24 hours' and run_at <= $1::timestamptz) \
+         select hours_ago, \
+                count(*) filter (where status = 'SUCCESS') as success, \
+                count(*) filter (where status in ('FAILED', 'TIMED_OUT')) as failed, \
+                count(*) filter (where status = 'SKIPPED') as skipped, \
+                count(*) filter (where status = 'CANCELLED') as cancelled, \
+                count(*) filter (where status not in \
+                    ('SUCCESS', 'FAILED', 'TIMED_OUT', 'SKIPPED', 'CANCELLED')) as other, \
+                count(drift_ms) as published, \
+                percentile_cont(0.5) within group (order by drift_ms) as drift_p50_ms, \
+                max(drift_ms) as drift_max_ms \
+         from day group by hours_ago order by hours_ago",
+    )
+    .bind(now)
+    .fetch_all(db)
+    .await?;
+    Ok(rows)
 }

@@ -3,11 +3,16 @@
 //! paging over `GET /schedules`' keyset listing (primary key order, so a page costs the same
 //! at any depth of a million schedules).
 //!
+//! Above the table, the charts of the last day across all schedules (outcomes and fire drift
+//! per hour), from totals the caller reads and may cache.
+//!
 //! The search box (`q`) matches a case-insensitive substring of the schedule, workflow or
 //! user id; the workflow and user filters match a case-insensitive substring of their own
 //! field (`workflow_id=dem` finds workflow `demo`), unlike `GET /schedules`' exact filters.
 
+use chrono::{DateTime, Utc};
 use kairos_registrar::{Registrar, ScheduleRow};
+use kairos_store::overview::HourTotals;
 use kairos_store::schedules::ListFilter;
 use maud::{html, Markup};
 
@@ -19,7 +24,9 @@ use crate::Viewer;
 const PAGE_SIZE: i64 = 50;
 
 /// The schedules fragment for the query `params` (`q`, `workflow_id`, `user_id`, `paused`,
-/// `cursor`); `q`, `workflow_id` and `user_id` match substrings, ignoring case.
+/// `cursor`); `q`, `workflow_id` and `user_id` match substrings, ignoring case. `day` is the
+/// last day across all schedules per hour as read at `day_at`, at most `day_max_age_s` old
+/// (the charts above the table).
 ///
 /// # Errors
 /// [`kairos_registrar::Error::Invalid`] for a bad parameter; a store error.
@@ -27,6 +34,9 @@ pub async fn schedules(
     registrar: &Registrar,
     params: Params,
     viewer: Viewer,
+    day: &[HourTotals],
+    day_at: DateTime<Utc>,
+    day_max_age_s: u64,
 ) -> Result<String, kairos_registrar::Error> {
     let mut params = params;
     let filter = ListFilter {
@@ -48,6 +58,7 @@ pub async fn schedules(
         h1 { "Schedules" }
         (role_note(viewer))
         (filters(&filter))
+        (crate::chart::overview(day, day_at, day_max_age_s))
         @if page.rows.is_empty() {
             p.empty { "No schedule matches." }
         } @else {
