@@ -272,8 +272,7 @@ fn launch_text(
     run: &kairos_registrar::Run,
     workflow: &kairos_registrar::WorkflowView,
 ) -> (String, String) {
-    use kairos_core::RunSource;
-    use kairos_launcher::{LaunchMessage, Source};
+    use kairos_launcher::LaunchMessage;
     let message = LaunchMessage {
         idempotency_key: run.idempotency_key.clone(),
         schedule_id: run.schedule_id.clone(),
@@ -282,13 +281,7 @@ fn launch_text(
         user_id: run.user_id.clone(),
         scheduled_for: LaunchMessage::timestamp(run.run_at),
         fire_at: LaunchMessage::timestamp(run.fire_at),
-        source: match run.source {
-            RunSource::Schedule => Source::Schedule,
-            RunSource::Manual => Source::Manual,
-            RunSource::Backfill => Source::Backfill,
-            RunSource::Api => Source::Api,
-            RunSource::Chain => Source::Chain,
-        },
+        source: run.source.into(),
         attempt: u32::try_from(run.attempt).unwrap_or(1),
         dag: std::sync::Arc::new(workflow.dag.clone()),
     };

@@ -22,6 +22,19 @@ pub enum Source {
     Chain,
 }
 
+impl From<kairos_core::RunSource> for Source {
+    fn from(source: kairos_core::RunSource) -> Source {
+        use kairos_core::RunSource;
+        match source {
+            RunSource::Schedule => Source::Schedule,
+            RunSource::Manual => Source::Manual,
+            RunSource::Backfill => Source::Backfill,
+            RunSource::Api => Source::Api,
+            RunSource::Chain => Source::Chain,
+        }
+    }
+}
+
 /// One launch message. The body an executor receives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LaunchMessage {

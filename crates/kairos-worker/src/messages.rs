@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use kairos_core::{Run, RunSource};
-use kairos_launcher::{LaunchMessage, Source};
+use kairos_core::Run;
+use kairos_launcher::LaunchMessage;
 use kairos_store::dispatch::{self, Claimed};
 use kairos_store::Tx;
 
@@ -71,13 +71,7 @@ pub(crate) fn message(run: &Claimed, dag: Arc<serde_json::Value>) -> LaunchMessa
         user_id: run.user_id.clone(),
         scheduled_for: LaunchMessage::timestamp(run.run_at),
         fire_at: LaunchMessage::timestamp(run.fire_at),
-        source: match run.source {
-            RunSource::Schedule => Source::Schedule,
-            RunSource::Manual => Source::Manual,
-            RunSource::Backfill => Source::Backfill,
-            RunSource::Api => Source::Api,
-            RunSource::Chain => Source::Chain,
-        },
+        source: run.source.into(),
         attempt: u32::try_from(run.attempt).unwrap_or(1),
         dag,
     }
