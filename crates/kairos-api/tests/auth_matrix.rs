@@ -60,12 +60,16 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("GET", "/ui", Who::Anyone),
     ("GET", "/ui/schedules/s1", Who::Anyone),
     ("GET", "/ui/runs", Who::Anyone),
+    ("GET", "/ui/runs/k1", Who::Anyone),
+    ("GET", "/ui/workflows/wf", Who::Anyone),
     ("GET", "/ui/assets/app.js", Who::Anyone),
     ("GET", "/ui/assets/app.css", Who::Anyone),
     ("GET", "/ui/fragments/schedules", Who::AnyRole),
     ("GET", "/ui/fragments/schedules/s1", Who::AnyRole),
     ("GET", "/ui/fragments/schedules/s1/backfill", Who::AnyRole),
     ("GET", "/ui/fragments/runs", Who::AnyRole),
+    ("GET", "/ui/fragments/runs/k1", Who::AnyRole),
+    ("GET", "/ui/fragments/workflows/wf", Who::AnyRole),
 ];
 
 /// The route template a sample path stands for.
@@ -75,7 +79,8 @@ fn template(path: &str) -> String {
     for (index, part) in parts.iter().enumerate() {
         out.push(match (parts.get(1).copied(), index, *part) {
             (Some("schedules"), 2, "s1") => "{id}",
-            (Some("ui"), 3 | 4, "s1") => "{id}",
+            (Some("ui"), 3 | 4, "s1" | "wf") => "{id}",
+            (Some("ui"), 3 | 4, "k1") => "{key}",
             (Some("workflows"), 2, _) => "{id}",
             (Some("workflows"), 4, _) => "{version}",
             (Some("runs"), 2, "k1") => "{key}",
