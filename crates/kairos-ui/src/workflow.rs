@@ -97,8 +97,10 @@ pub async fn workflow(
 }
 
 fn parse_version(text: &str) -> Result<i32, Error> {
+    // Digits only, no leading zero: `+5` and `05` are not how a version is written.
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<i32>() {
-        Ok(version) if version >= 1 => Ok(version),
+        Ok(version) if digits && version >= 1 && !text.starts_with('0') => Ok(version),
         _ => Err(Error::Invalid(vec![Problem::new(
             "version",
             format!("{text:?} is not a version number (a whole number from 1)"),
