@@ -53,6 +53,7 @@ pub(crate) struct ScheduleBody {
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
     pub max_queued: Option<i32>,
+    pub max_in_flight: Option<i32>,
     pub max_attempts: i32,
     pub retry_intervals_s: Option<Vec<i32>>,
     pub retry_backoff: Option<BackoffBody>,
@@ -112,6 +113,7 @@ impl ScheduleBody {
             priority: s.priority,
             max_run_seconds: s.max_run_seconds,
             max_queued: s.max_queued,
+            max_in_flight: s.max_in_flight,
             max_attempts: s.failure.max_attempts,
             retry_backoff: match (
                 s.failure.retry_backoff_initial_s,
@@ -321,6 +323,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         priority: fields.integer("priority", false),
         max_run_seconds: fields.integer("max_run_seconds", false),
         max_queued: fields.integer("max_queued", false),
+        max_in_flight: fields.integer("max_in_flight", false),
         max_attempts: fields.integer("max_attempts", false),
         retry_intervals_s: intervals(fields),
         retry_backoff: backoff(fields),

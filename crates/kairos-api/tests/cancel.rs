@@ -286,3 +286,75 @@ async fn overlap_policies_and_max_queued_are_checked_and_stored() {
         assert_eq!(got["max_queued"], max_queued);
     }
 }
+
+#[tokio::test]
+async fn max_in_flight_is_checked_by_its_rule_and_stored() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let router = router(pool.clone(), NOW);
+    deploy_workflow(&router, "report", 3).await;
+    let upsert = |changes: Value| {
+        let mut body = seed_body();
+        for (field, value) in changes.as_object().expect("object") {
+            body[field] = value.clone();
+        }
+        let router = router.clone();
+        async move {
+            let (status, _, answer) = call(
+                &router,
+                Method::POST,
+                "/schedules/upsert",
+                Some(DEPLOYER),
+                Some(body),
+            )
+            .await;
+            (status, answer)
+        }
+    };
+    for (changes, rule) in [
+        (
+            json!({"overlap_policy": "skip", "max_in_flight": 0}),
+            "between 1 and 1000",
+        ),
+        (
+            json!({"overlap_policy": "queue", "max_in_flight": 1001}),
+            "between 1 and 1000",
+        ),
+        (
+            json!({"overlap_policy": "allow", "max_in_flight": 3}),
+            "allow has no limit",
+        ),
+    ] {
+        let (status, answer) = upsert(changes.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{changes}: {answer}");
+        let errors = answer["errors"].as_array().expect("errors");
+        assert_eq!(errors.len(), 1, "{changes}: {answer}");
+        assert_eq!(errors[0]["field"], "max_in_flight", "{answer}");
+        let message = errors[0]["rule"].as_str().expect("rule");
+        assert!(message.contains(rule), "{changes}: {message}");
+        assert_eq!(table_counts(&pool).await, (0, 0, 1), "nothing stored");
+    }
+    for (changes, max_in_flight) in [
+        (
+            json!({"overlap_policy": "skip", "max_in_flight": 4}),
+            json!(4),
+        ),
+        (
+            json!({"overlap_policy": "cancel_other", "max_in_flight": 1000}),
+            json!(1000),
+        ),
+        (json!({"overlap_policy": "queue"}), Value::Null),
+    ] {
+        let (status, answer) = upsert(changes.clone()).await;
+        assert!(status.is_success(), "{changes}: {answer}");
+        let (_, _, got) = call(
+            &router,
+            Method::GET,
+            "/schedules/nightly-report",
+            Some(READER),
+            None,
+        )
+        .await;
+        assert_eq!(got["max_in_flight"], max_in_flight, "{got}");
+    }
+}

@@ -526,3 +526,33 @@ async fn times_are_said_once_and_deployers_get_delete_and_retry() {
     let reader = page(&api, "/ui/fragments/schedules/s1", READER).await;
     assert!(!reader.contains("delete-button") && !reader.contains("class=\"retry\""));
 }
+
+#[tokio::test]
+async fn schedule_page_says_how_many_runs_may_be_in_flight() {
+    let db = TestDb::new().await;
+    let api = router(db.pool(), NOW);
+    for (id, overlap, limit) in [
+        ("four", json!("queue"), json!(4)),
+        ("one", json!("skip"), Value::Null),
+        ("free", json!("allow"), Value::Null),
+    ] {
+        upsert(
+            &api,
+            json!({"schedule_id": id, "workflow_id": "wa", "version": 1, "user_id": "u1",
+                   "cron_expr": "0 * * * *", "timezone": "UTC", "overlap_policy": overlap,
+                   "max_in_flight": limit}),
+        )
+        .await;
+    }
+    for (id, said) in [
+        ("four", "<dt>Runs in flight at most</dt><dd>4</dd>"),
+        ("one", "<dt>Runs in flight at most</dt><dd>1</dd>"),
+        (
+            "free",
+            "<dt>Runs in flight at most</dt><dd>no limit (overlap allow)</dd>",
+        ),
+    ] {
+        let body = page(&api, &format!("/ui/fragments/schedules/{id}"), READER).await;
+        assert!(body.contains(said), "{id}: {body}");
+    }
+}

@@ -128,6 +128,7 @@ fn to_write(checked: &Checked, existing: Option<&Schedule>, created_at: DateTime
         priority: checked.priority,
         max_run_seconds: checked.max_run_seconds,
         max_queued: checked.max_queued,
+        max_in_flight: checked.max_in_flight,
         failure: checked.failure.clone(),
         rules: checked.rules.stored.clone(),
         max_runs: checked.max_runs,

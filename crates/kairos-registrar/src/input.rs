@@ -120,6 +120,9 @@ pub const MAX_TIMEZONE_LEN: usize = 64;
 /// Longest `overlap_policy` or `catchup_policy`, in characters (the names are at most 16).
 pub const MAX_POLICY_LEN: usize = 32;
 
+/// Most runs in flight `max_in_flight` may allow.
+pub const MAX_IN_FLIGHT: i64 = 1000;
+
 /// Pushes a problem and answers false when `value` is longer than `max` characters, so the
 /// value is neither parsed nor echoed in an error.
 pub(crate) fn within(problems: &mut Vec<Problem>, field: &str, value: &str, max: usize) -> bool {
@@ -162,6 +165,9 @@ pub struct ScheduleInput {
     pub overlap_policy: Option<String>,
     /// Under `queue`: most runs waiting, at least 1; absent: unbounded.
     pub max_queued: Option<i64>,
+    /// Under an exclusive overlap policy: most runs in flight at once, `1..=1000`; absent:
+    /// one. `allow` has no limit and takes none.
+    pub max_in_flight: Option<i64>,
     /// `none`, `fire_immediately` or `spread`; absent: the configured default.
     pub catchup_policy: Option<String>,
     /// Higher dispatches first; absent: 0.
@@ -216,6 +222,7 @@ pub(crate) struct Checked {
     pub priority: i32,
     pub max_run_seconds: Option<i32>,
     pub max_queued: Option<i32>,
+    pub max_in_flight: Option<i32>,
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
     pub max_runs: Option<i32>,
@@ -380,6 +387,13 @@ pub(crate) fn check_sharing(
         1,
         i32::MAX.into(),
     );
+    let max_in_flight = ranged(
+        &mut problems,
+        "max_in_flight",
+        input.max_in_flight,
+        1,
+        MAX_IN_FLIGHT,
+    );
     let max_runs = ranged(
         &mut problems,
         "max_runs",
@@ -403,6 +417,13 @@ pub(crate) fn check_sharing(
         problems.push(Problem::new(
             "max_queued",
             format!("applies only to overlap_policy queue, not {effective}"),
+        ));
+    }
+    if max_in_flight.is_some() && known && effective == OverlapPolicy::Allow {
+        problems.push(Problem::new(
+            "max_in_flight",
+            "applies only to an exclusive overlap_policy (skip, queue, buffer_one, \
+             cancel_other); allow has no limit",
         ));
     }
     if let Some(revision) = input.revision {
@@ -429,6 +450,7 @@ pub(crate) fn check_sharing(
             priority: priority.map_or(0, narrow),
             max_run_seconds: max_run.map(narrow),
             max_queued: max_queued.map(narrow),
+            max_in_flight: max_in_flight.map(narrow),
             failure: failure.unwrap_or_default(),
             revision: input.revision,
             max_runs: max_runs.map(narrow),

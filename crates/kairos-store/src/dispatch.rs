@@ -293,9 +293,13 @@ pub async fn lock_schedules(
 pub struct Blockers {
     /// The schedule.
     pub schedule_id: String,
-    /// The key of a run that holds the schedule (`ENQUEUED`, `STARTED`, `RETRYING` or
-    /// `CANCELLING`), if any.
+    /// The key of the oldest run (by `fire_at`) that holds the schedule (`ENQUEUED`,
+    /// `STARTED`, `RETRYING` or `CANCELLING`), if any: the one `cancel_other` cancels.
     pub in_flight: Option<String>,
+    /// How many runs hold the schedule.
+    pub in_flight_count: i64,
+    /// The schedule's limit on runs in flight (`None`: one).
+    pub max_in_flight: Option<i32>,
     /// The `fire_at` of the oldest `QUEUED` run, if any: a younger run must queue behind
     /// it (overlap `queue` keeps the order).
     pub first_queued: Option<DateTime<Utc>>,
@@ -320,12 +324,15 @@ pub async fn blockers(
     }
     // Per schedule: one probe of schedule_runs_in_flight and one of schedule_runs_queued.
     let rows: Vec<Blockers> = sqlx::query_as(&format!(
-        "select ids.id as schedule_id, \
-           (select min(r.idempotency_key) from schedule_runs r where r.schedule_id = ids.id \
-              and r.status in {HOLDING}) as in_flight, \
+        "select ids.id as schedule_id, f.oldest as in_flight, \
+           coalesce(f.n, 0) as in_flight_count, s.max_in_flight, \
            q.first_queued, coalesce(q.n, 0) as queued, s.max_queued \
          from unnest($1::text[]) as ids(id) \
          left join schedules s on s.schedule_id = ids.id \
+         left join lateral (select count(*) as n, (array_agg(r.idempotency_key \
+             order by r.fire_at, r.idempotency_key))[1] as oldest \
+           from schedule_runs r where r.schedule_id = ids.id and r.status in {HOLDING}) f \
+           on true \
          left join lateral (select min(w.fire_at) as first_queued, count(*) as n \
            from schedule_runs w where w.schedule_id = ids.id and w.status = 'QUEUED') q on true",
         HOLDING = *HOLDING
@@ -561,9 +568,10 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
     .await?)
 }
 
-/// For every schedule with `QUEUED` runs but nothing holding it and nothing due, the
-/// oldest `QUEUED` run becomes `PENDING` (after a timeout, or when a status callback's
-/// release raced with the dispatcher queueing a run). Returns their keys.
+/// For every schedule with `QUEUED` runs, fewer runs in flight than its limit
+/// (`max_in_flight`, else one) and nothing due, the oldest `QUEUED` run becomes `PENDING`
+/// (after a timeout, or when a status callback's release raced with the dispatcher queueing
+/// a run). Returns their keys.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -575,8 +583,11 @@ pub async fn release_queued(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Resu
            select distinct on (w.schedule_id) w.idempotency_key from schedule_runs w \
            where w.status = 'QUEUED' \
              and not exists (select 1 from schedule_runs b where b.schedule_id = w.schedule_id \
-                             and (b.status in {HOLDING} \
-                                  or (b.status = 'PENDING' and b.fire_at <= $1))) \
+                             and b.status = 'PENDING' and b.fire_at <= $1) \
+             and (select count(*) from schedule_runs b where b.schedule_id = w.schedule_id \
+                    and b.status in {HOLDING}) \
+                 < coalesce((select s.max_in_flight from schedules s \
+                             where s.schedule_id = w.schedule_id), 1) \
            order by w.schedule_id, w.fire_at, w.idempotency_key) \
          returning q.idempotency_key",
         HOLDING = *HOLDING

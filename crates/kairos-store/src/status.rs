@@ -91,9 +91,41 @@ pub struct Locked {
     pub runs: HashMap<String, LockedRun>,
     /// Keys of runs that exist but another transaction holds: try them again later.
     pub busy: Vec<String>,
-    /// For the exclusive schedules of the batch's `PENDING` runs: the run holding each
-    /// (`runs_in_flight`).
-    pub holders: HashMap<String, String>,
+    /// For the exclusive schedules of the batch's `PENDING` runs: the runs holding each
+    /// (`runs_in_flight`), and its limit.
+    pub holders: HashMap<String, Holders>,
+}
+
+/// The runs holding an exclusive schedule, and how many may.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holders {
+    /// Keys of the runs in flight.
+    pub keys: Vec<String>,
+    /// The schedule's `max_in_flight` (one when unset).
+    pub limit: i64,
+}
+
+impl Holders {
+    /// A run, other than `key`, that keeps `key` out: the schedule holds its limit of
+    /// other runs. `None` when `key` may take a slot.
+    pub fn blocking(&self, key: &str) -> Option<&str> {
+        let mut others = self.keys.iter().filter(|k| *k != key);
+        let first = others.clone().next()?;
+        let n = i64::try_from(others.by_ref().count()).unwrap_or(i64::MAX);
+        (n >= self.limit).then_some(first.as_str())
+    }
+
+    /// `key` left the schedule's runs in flight.
+    pub fn leave(&mut self, key: &str) {
+        self.keys.retain(|k| k != key);
+    }
+
+    /// `key` holds the schedule now.
+    pub fn enter(&mut self, key: &str) {
+        if !self.keys.iter().any(|k| k == key) {
+            self.keys.push(key.to_string());
+        }
+    }
 }
 
 /// `RUN_COLUMNS` qualified with the alias `r`, for statements that join other tables.
@@ -174,18 +206,25 @@ pub async fn lock(
         .filter(|locked| locked.run.status == RunStatus::Pending && locked.exclusive_now)
         .map(|locked| locked.run.schedule_id.as_str())
         .collect();
-    let holders: HashMap<String, String> = if contested.is_empty() {
-        HashMap::new()
-    } else {
-        sqlx::query_as::<_, (String, String)>(
-            "select schedule_id, idempotency_key from runs_in_flight where schedule_id = any($1)",
+    let mut holders: HashMap<String, Holders> = HashMap::new();
+    if !contested.is_empty() {
+        // One row per contested schedule with no run in flight, so each has its limit.
+        let rows: Vec<(String, Option<String>, i64)> = sqlx::query_as(
+            "select ids.id, f.idempotency_key, coalesce(s.max_in_flight, 1)::int8 \
+             from (select distinct id from unnest($1::text[]) as u(id)) ids \
+             left join schedules s on s.schedule_id = ids.id \
+             left join runs_in_flight f on f.schedule_id = ids.id \
+             order by ids.id, f.slot",
         )
         .bind(contested)
         .fetch_all(&mut *db)
-        .await?
-        .into_iter()
-        .collect()
-    };
+        .await?;
+        for (schedule_id, key, limit) in rows {
+            let held = holders.entry(schedule_id).or_default();
+            held.keys.extend(key);
+            held.limit = limit;
+        }
+    }
     Ok(Locked {
         now,
         runs,
@@ -339,8 +378,8 @@ async fn insert_attempts(db: &mut PgConnection, attempts: &[FinishedAttempt]) ->
     Ok(())
 }
 
-/// Frees the oldest `QUEUED` run of each schedule in `schedules` (its run in flight ended)
-/// and wakes the dispatchers when any was freed.
+/// Frees the oldest `QUEUED` run of each schedule in `schedules` for each time it is
+/// named there (a run of it in flight ended), and wakes the dispatchers when any was freed.
 async fn release_queued(
     db: &mut PgConnection,
     schedules: &[String],
@@ -350,11 +389,15 @@ async fn release_queued(
         return Ok(0);
     }
     let released: i64 = sqlx::query_scalar(
-        "with pick as ( \
-           select distinct on (w.schedule_id) w.idempotency_key, w.run_at \
-           from schedule_runs w \
-           where w.schedule_id = any($1) and w.status = $3 \
-           order by w.schedule_id, w.fire_at, w.idempotency_key \
+        "with ended as ( \
+           select id, count(*) as n from unnest($1::text[]) as u(id) group by id \
+         ), pick as ( \
+           select w.idempotency_key, w.run_at from ( \
+             select w.idempotency_key, w.run_at, w.schedule_id, row_number() over ( \
+               partition by w.schedule_id order by w.fire_at, w.idempotency_key) as nth \
+             from schedule_runs w \
+             where w.schedule_id = any($1) and w.status = $3) w \
+           join ended on ended.id = w.schedule_id where w.nth <= ended.n \
          ), released as ( \
            update schedule_runs q set status = $4, reason = null, released_at = $2, \
              updated_at = $2 \

@@ -28,6 +28,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         priority: 0,
         max_run_seconds: None,
         max_queued: None,
+        max_in_flight: None,
         failure: FailurePolicy {
             max_attempts: 1,
             ..Default::default()

@@ -217,6 +217,7 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         ),
         ("Jitter", format!("±{} ms", s.jitter_ms)),
         ("Overlap policy", s.overlap_policy.to_string()),
+        ("Runs in flight at most", in_flight_limit(s)),
         ("Catch-up policy", s.catchup_policy.to_string()),
         ("Priority", s.priority.to_string()),
         (
@@ -310,4 +311,13 @@ pub async fn backfill_plan(
         }
     };
     Ok(markup.into_string())
+}
+
+/// The schedule's limit on runs in flight, in words.
+fn in_flight_limit(s: &Schedule) -> String {
+    match (s.overlap_policy, s.max_in_flight) {
+        (kairos_core::OverlapPolicy::Allow, _) => "no limit (overlap allow)".to_string(),
+        (_, Some(n)) => n.to_string(),
+        (_, None) => "1".to_string(),
+    }
 }

@@ -41,6 +41,8 @@ pub struct Schedule {
     pub max_run_seconds: Option<i32>,
     /// Under overlap `queue`: most runs waiting (`QUEUED`); `None`: unbounded.
     pub max_queued: Option<i32>,
+    /// Under an exclusive overlap policy: most runs in flight at once (`None`: one).
+    pub max_in_flight: Option<i32>,
     /// What happens when an attempt fails or stops answering.
     pub failure: FailurePolicy,
     /// Exclusions, calendars, roll and DST policy.

@@ -29,6 +29,7 @@ impl<'r> FromRow<'r, PgRow> for ScheduleRow {
             priority: row.try_get("priority")?,
             max_run_seconds: row.try_get("max_run_seconds")?,
             max_queued: row.try_get("max_queued")?,
+            max_in_flight: row.try_get("max_in_flight")?,
             failure: FailureRow::from_row(row)?.0,
             rules: RulesRow::from_row(row)?.0,
             max_runs: row.try_get("max_runs")?,

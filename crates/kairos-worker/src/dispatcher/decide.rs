@@ -1,12 +1,12 @@
 //! The overlap policy at fire time, without IO: for each claimed run, in claim order,
-//! launch it, skip it, queue it (asking the run in flight to cancel, under `cancel_other`),
-//! or leave it for the next round.
+//! launch it, skip it, queue it (asking the oldest run in flight to cancel, under
+//! `cancel_other`), or leave it for the next round.
 //!
-//! Every policy but `allow` is exclusive: at most one run of the schedule in flight. A run
-//! that cannot go out waits (`QUEUED`) up to a bound — the schedule's `max_queued` under
-//! `queue` (unbounded without one), one under `buffer_one` and `cancel_other` — and past it
-//! is `SKIPPED` with reason `queue_full` or `buffer_full`; under `skip` it is `SKIPPED` at
-//! once.
+//! Every policy but `allow` is exclusive: at most `max_in_flight` runs of the schedule in
+//! flight (one unless the schedule says more). A run that cannot go out waits (`QUEUED`) up
+//! to a bound — the schedule's `max_queued` under `queue` (unbounded without one), one under
+//! `buffer_one` and `cancel_other` — and past it is `SKIPPED` with reason `queue_full` or
+//! `buffer_full`; under `skip` it is `SKIPPED` at once.
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,33 +20,35 @@ use crate::metrics::SkipReason;
 pub(crate) enum Decision {
     /// Publish it; `exclusive` under every policy but `allow`.
     Launch {
-        /// Counts against the one-in-flight index.
+        /// Counts against the schedule's limit on runs in flight.
         exclusive: bool,
     },
     /// `SKIPPED` (overlap `skip`, or a full queue or buffer) with the reason. `behind`
-    /// names a run launched in this same batch: the skip stands only if that run really
-    /// goes out.
+    /// names the runs launched in this same batch that fill the schedule: the skip stands
+    /// only if they all really go out.
     Skip {
         /// Why, as counted: overlap `skip`, or past the queue's or the buffer's bound.
         why: SkipReason,
         /// Why, as the run records it (starts with `queue_full` or `buffer_full` past a
         /// bound).
         reason: String,
-        /// The run of this batch it would overlap.
-        behind: Option<String>,
+        /// The runs of this batch it would overlap.
+        behind: Vec<String>,
     },
     /// `QUEUED` (overlap `queue`, `buffer_one`, `cancel_other`) with the reason; `behind`
     /// as for `Skip`.
     Queue {
         /// Why.
         reason: String,
-        /// The run of this batch it waits for.
-        behind: Option<String>,
-        /// Under `cancel_other`: the run in flight to cancel (in the same transaction).
+        /// The runs of this batch it waits for.
+        behind: Vec<String>,
+        /// Under `cancel_other`: the oldest run in flight, to cancel (in the same
+        /// transaction).
         cancel: Option<String>,
     },
     /// Leave it `PENDING`: another dispatcher holds its schedule right now (or, under
-    /// `cancel_other`, a run of this batch went out first: the next round cancels it).
+    /// `cancel_other`, runs of this batch filled the schedule first: the next round cancels
+    /// the oldest).
     Defer,
     /// `FAILED`: its launch deadline passed and its schedule was free, so nothing but the
     /// launch itself kept it back (a run that waited for its schedule is queued or skipped
@@ -66,18 +68,17 @@ pub(crate) fn decide(
     held: &HashSet<String>,
     blockers: &HashMap<String, Blockers>,
 ) -> Vec<Decision> {
-    let mut launched: HashMap<&str, &str> = HashMap::new();
+    let mut launched: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut queued: HashMap<&str, i64> = HashMap::new();
     runs.iter()
         .map(|run| {
             let schedule = run.schedule_id.as_str();
             if run.status == RunStatus::Retrying {
-                // Its next attempt: it is the run holding the schedule, so nothing it could
-                // overlap with can be in flight.
+                // Its next attempt: it already holds its slot of the schedule (the database
+                // counts it in flight), so it takes no other.
                 if run.exclusive && !held.contains(schedule) {
                     return Decision::Defer;
                 }
-                launched.insert(schedule, run.idempotency_key.as_str());
                 return Decision::Launch {
                     exclusive: run.exclusive,
                 };
@@ -99,9 +100,10 @@ pub(crate) fn decide(
                 return Decision::Late;
             }
             match decision {
-                Decision::Launch { .. } => {
-                    launched.insert(schedule, run.idempotency_key.as_str());
-                }
+                Decision::Launch { .. } => launched
+                    .entry(schedule)
+                    .or_default()
+                    .push(run.idempotency_key.as_str()),
                 Decision::Queue { .. } => *queued.entry(schedule).or_default() += 1,
                 _ => {}
             }
@@ -110,14 +112,14 @@ pub(crate) fn decide(
         .collect()
 }
 
-/// The decision for a run of an exclusive schedule that another dispatcher holds: as if a
-/// run were in flight (the one that dispatcher is deciding or publishing), whatever the
-/// database shows yet. A run queued this way is released when the schedule's run in flight
-/// ends, or by the sweep when nothing holds the schedule.
+/// The decision for a run of an exclusive schedule that another dispatcher holds: as if
+/// the schedule were full (of the runs that dispatcher is deciding or publishing), whatever
+/// the database shows yet. A run queued this way is released when a run of the schedule in
+/// flight ends, or by the sweep when the schedule has a free slot.
 fn busy(
     run: &Claimed,
     known: Option<&Blockers>,
-    launched: &HashMap<&str, &str>,
+    launched: &HashMap<&str, Vec<&str>>,
     queued: &HashMap<&str, i64>,
 ) -> Decision {
     let mut known = known.cloned().unwrap_or_default();
@@ -125,6 +127,7 @@ fn busy(
     if holder_unseen {
         known.in_flight = Some(ANOTHER_DISPATCHER.to_string());
     }
+    known.in_flight_count = known.in_flight_count.max(limit(Some(&known)));
     let why = "its schedule was held by another dispatcher past the launch deadline";
     match exclusive(run, Some(&known), launched, queued) {
         Decision::Skip {
@@ -147,22 +150,50 @@ fn busy(
     }
 }
 
+/// The schedule's limit on runs in flight: `max_in_flight`, else one.
+fn limit(known: Option<&Blockers>) -> i64 {
+    known
+        .and_then(|b| b.max_in_flight)
+        .map_or(1, i64::from)
+        .max(1)
+}
+
+/// What fills a schedule, in words: its one run in flight, or its runs at the limit.
+fn in_flight_words(oldest: &str, count: i64, limit: i64) -> String {
+    if limit == 1 {
+        format!("run {oldest} is in flight")
+    } else {
+        format!("{count} runs are in flight (max_in_flight {limit}), the oldest {oldest}")
+    }
+}
+
 /// The decision for a run of an exclusive schedule whose lock this transaction holds.
 fn exclusive(
     run: &Claimed,
     known: Option<&Blockers>,
-    launched: &HashMap<&str, &str>,
+    launched: &HashMap<&str, Vec<&str>>,
     queued: &HashMap<&str, i64>,
 ) -> Decision {
     let schedule = run.schedule_id.as_str();
     let policy = run.overlap_policy;
-    let in_db = known.and_then(|b| b.in_flight.as_deref());
-    let in_batch = launched.get(schedule).copied();
-    let blocker = in_db.or(in_batch);
-    let behind = if in_db.is_none() {
-        in_batch.map(str::to_string)
+    let limit = limit(known);
+    let in_db = known.map_or(0, |b| b.in_flight_count);
+    let in_batch: &[&str] = launched.get(schedule).map_or(&[], Vec::as_slice);
+    let count = in_db + i64::try_from(in_batch.len()).unwrap_or(i64::MAX);
+    let full = count >= limit;
+    // When this batch's launches fill the schedule, a decision made on that stands only
+    // if they all go out.
+    let behind: Vec<String> = if full && in_db < limit {
+        in_batch.iter().map(|key| key.to_string()).collect()
     } else {
-        None
+        Vec::new()
+    };
+    let oldest = known
+        .and_then(|b| b.in_flight.as_deref())
+        .or(in_batch.first().copied());
+    let filled = match oldest {
+        Some(oldest) if full => Some(in_flight_words(oldest, count, limit)),
+        _ => None,
     };
     let queued_in_batch = queued.get(schedule).copied().unwrap_or(0);
     let waiting = known.map_or(0, |b| b.queued) + queued_in_batch;
@@ -171,22 +202,22 @@ fn exclusive(
             .and_then(|b| b.first_queued)
             .is_some_and(|first| first < run.fire_at);
     if policy == OverlapPolicy::Skip {
-        return match blocker {
-            Some(key) => Decision::Skip {
+        return match filled {
+            Some(what) => Decision::Skip {
                 why: SkipReason::Overlap,
-                reason: format!("overlap skip: run {key} is in flight"),
+                reason: format!("overlap skip: {what}"),
                 behind,
             },
             None => Decision::Launch { exclusive: true },
         };
     }
-    if blocker.is_none() && !older_waiting {
+    if !full && !older_waiting {
         return Decision::Launch { exclusive: true };
     }
-    if policy == OverlapPolicy::CancelOther && in_db.is_none() && in_batch.is_some() {
+    if policy == OverlapPolicy::CancelOther && full && in_db < limit {
         return Decision::Defer;
     }
-    let (bound, full) = match policy {
+    let (bound, past_bound) = match policy {
         OverlapPolicy::Queue => (
             known.and_then(|b| b.max_queued).map(i64::from),
             SkipReason::QueueFull,
@@ -194,31 +225,37 @@ fn exclusive(
         _ => (Some(1), SkipReason::BufferFull),
     };
     if bound.is_some_and(|bound| waiting >= bound) {
-        let what = match blocker {
-            Some(key) => format!("run {key} is in flight and {waiting} run(s) wait"),
+        let what = match &filled {
+            Some(what) => format!("{what} and {waiting} run(s) wait"),
             None => format!("{waiting} run(s) wait"),
         };
         return Decision::Skip {
-            why: full,
-            reason: format!("{}: {what} (overlap {policy})", full.as_str()),
+            why: past_bound,
+            reason: format!("{}: {what} (overlap {policy})", past_bound.as_str()),
             behind,
         };
     }
-    let reason = match (policy, blocker) {
-        (OverlapPolicy::CancelOther, Some(key)) => {
-            format!("overlap cancel_other: waiting for run {key} to be cancelled")
-        }
-        (_, Some(key)) => format!("overlap {policy}: waiting for run {key}"),
-        (_, None) => format!("overlap {policy}: waiting behind older queued runs"),
-    };
-    let cancel = match policy {
-        OverlapPolicy::CancelOther => in_db.map(str::to_string),
+    let victim = match policy {
+        OverlapPolicy::CancelOther if full => known.and_then(|b| b.in_flight.clone()),
         _ => None,
+    };
+    let reason = match (&victim, &filled) {
+        (Some(victim), _) => {
+            format!("overlap cancel_other: waiting for run {victim} to be cancelled")
+        }
+        (None, Some(_)) if limit == 1 => {
+            format!(
+                "overlap {policy}: waiting for run {}",
+                oldest.unwrap_or_default()
+            )
+        }
+        (None, Some(what)) => format!("overlap {policy}: waiting while {what}"),
+        (None, None) => format!("overlap {policy}: waiting behind older queued runs"),
     };
     Decision::Queue {
         reason,
         behind,
-        cancel,
+        cancel: victim,
     }
 }
 
@@ -265,7 +302,7 @@ mod tests {
         let runs = [run("a", "s", "skip"), run("b", "s", "skip")];
         let got = decide(&runs, &held(&["s"]), &HashMap::new());
         assert_eq!(got[0], Decision::Launch { exclusive: true });
-        assert!(matches!(&got[1], Decision::Skip { behind: Some(k), .. } if k == "a"));
+        assert!(matches!(&got[1], Decision::Skip { behind, .. } if behind == &["a"]));
     }
 
     #[test]
@@ -275,12 +312,13 @@ mod tests {
             Blockers {
                 schedule_id: "s".into(),
                 in_flight: Some("x".into()),
+                in_flight_count: 1,
                 first_queued: None,
                 ..Blockers::default()
             },
         )]);
         let got = decide(&[run("a", "s", "queue")], &held(&["s"]), &blocked);
-        assert!(matches!(&got[0], Decision::Queue { behind: None, .. }));
+        assert!(matches!(&got[0], Decision::Queue { behind, .. } if behind.is_empty()));
         let older = HashMap::from([(
             "s".to_string(),
             Blockers {
@@ -308,6 +346,7 @@ mod tests {
             Blockers {
                 schedule_id: "s".into(),
                 in_flight: Some("a".into()),
+                in_flight_count: 1,
                 first_queued: None,
                 ..Blockers::default()
             },
@@ -323,6 +362,8 @@ mod tests {
             Blockers {
                 schedule_id: "s".into(),
                 in_flight: Some(key.into()),
+                in_flight_count: 1,
+                max_in_flight: None,
                 first_queued: None,
                 queued,
                 max_queued,
@@ -421,5 +462,83 @@ mod tests {
             &in_flight("x", 0, None),
         );
         assert!(matches!(&got[0], Decision::Queue { .. }), "{got:?}");
+    }
+    fn limited(in_flight: &[&str], max_in_flight: i32, queued: i64) -> HashMap<String, Blockers> {
+        HashMap::from([(
+            "s".to_string(),
+            Blockers {
+                schedule_id: "s".into(),
+                in_flight: in_flight.first().map(|key| key.to_string()),
+                in_flight_count: in_flight.len() as i64,
+                max_in_flight: Some(max_in_flight),
+                first_queued: None,
+                queued,
+                max_queued: None,
+            },
+        )])
+    }
+
+    #[test]
+    fn skip_launches_up_to_max_in_flight_and_skips_behind_the_batch() {
+        let runs: Vec<Claimed> = ["a", "b", "c"].map(|k| run(k, "s", "skip")).into();
+        let got = decide(&runs, &held(&["s"]), &limited(&["x"], 3, 0));
+        assert_eq!(got[0], Decision::Launch { exclusive: true });
+        assert_eq!(got[1], Decision::Launch { exclusive: true });
+        assert!(
+            matches!(&got[2], Decision::Skip { why: SkipReason::Overlap, reason, behind }
+                if behind == &["a", "b"]
+                    && reason == "overlap skip: 3 runs are in flight (max_in_flight 3), the oldest x"),
+            "{got:?}"
+        );
+        // Full in the database: nothing of the batch stands behind it.
+        let got = decide(&runs[..1], &held(&["s"]), &limited(&["x", "y", "z"], 3, 0));
+        assert!(
+            matches!(&got[0], Decision::Skip { behind, .. } if behind.is_empty()),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_retry_keeps_its_own_slot_and_takes_no_other() {
+        let retry = Claimed {
+            status: RunStatus::Retrying,
+            attempt: 2,
+            exclusive: true,
+            ..run("r", "s", "skip")
+        };
+        let got = decide(
+            &[retry, run("b", "s", "skip")],
+            &held(&["s"]),
+            &limited(&["r"], 2, 0),
+        );
+        assert_eq!(got, vec![Decision::Launch { exclusive: true }; 2]);
+    }
+
+    #[test]
+    fn cancel_other_cancels_the_oldest_once_the_schedule_is_full() {
+        let runs = [run("a", "s", "cancel_other")];
+        let got = decide(&runs, &held(&["s"]), &limited(&["x", "y"], 2, 0));
+        assert!(
+            matches!(&got[0], Decision::Queue { cancel: Some(k), .. } if k == "x"),
+            "{got:?}"
+        );
+        let got = decide(&runs, &held(&["s"]), &limited(&["x"], 2, 0));
+        assert_eq!(got, [Decision::Launch { exclusive: true }]);
+        // Filled by this batch: the next round cancels.
+        let two = [run("a", "s", "cancel_other"), run("b", "s", "cancel_other")];
+        let got = decide(&two, &held(&["s"]), &limited(&["x"], 2, 0));
+        assert_eq!(got, [Decision::Launch { exclusive: true }, Decision::Defer]);
+    }
+
+    #[test]
+    fn queue_waits_once_full_and_launches_while_a_slot_is_free() {
+        let runs: Vec<Claimed> = ["a", "b", "c"].map(|k| run(k, "s", "queue")).into();
+        let got = decide(&runs, &held(&["s"]), &limited(&[], 2, 0));
+        assert_eq!(got[..2], vec![Decision::Launch { exclusive: true }; 2]);
+        assert!(
+            matches!(&got[2], Decision::Queue { reason, behind, cancel: None }
+                if behind == &["a", "b"] && reason.contains("max_in_flight 2")),
+            "{got:?}"
+        );
     }
 }

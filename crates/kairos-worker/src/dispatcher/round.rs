@@ -291,8 +291,7 @@ fn settle(
         .filter(|o| matches!(o.settled(), Settled::Enqueued { .. }))
         .map(Outcome::key)
         .collect();
-    let stands =
-        |behind: &Option<String>| behind.as_deref().is_none_or(|key| enqueued.contains(key));
+    let stands = |behind: &[String]| behind.iter().all(|key| enqueued.contains(key.as_str()));
     let (mut settled, mut skips) = (Vec::new(), Vec::new());
     for (run, decision) in live.iter().zip(decisions) {
         let key = run.idempotency_key.as_str();

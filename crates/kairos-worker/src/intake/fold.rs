@@ -11,7 +11,7 @@ use kairos_core::{
     Verdict,
 };
 use kairos_store::status::{
-    Applied, Changed, FinishedAttempt, Locked, LockedRun, StatusReport, Writes,
+    Applied, Changed, FinishedAttempt, Holders, Locked, LockedRun, StatusReport, Writes,
 };
 
 /// One report of a batch: the run's key and what was reported.
@@ -90,15 +90,15 @@ struct Outcome {
 fn decide(
     entry: &mut LockedRun,
     report: &StatusReport,
-    holders: &mut HashMap<String, String>,
+    holders: &mut HashMap<String, Holders>,
     now: DateTime<Utc>,
     writes: &mut Writes,
 ) -> Outcome {
     let run = &entry.run;
     let holder = holders
         .get(&run.schedule_id)
-        .filter(|key| **key != run.idempotency_key)
-        .cloned();
+        .and_then(|held| held.blocking(&run.idempotency_key))
+        .map(str::to_string);
     let facts = RunFacts {
         status: run.status,
         attempt: u32::try_from(run.attempt).unwrap_or(1),
@@ -153,10 +153,18 @@ fn decide(
             }
             let run = &entry.run;
             if entry.exclusive && before.holds_schedule() && !run.status.holds_schedule() {
-                holders.remove(&run.schedule_id);
+                if let Some(held) = holders.get_mut(&run.schedule_id) {
+                    held.leave(&run.idempotency_key);
+                }
             }
             if entry.exclusive && run.status.holds_schedule() {
-                holders.insert(run.schedule_id.clone(), run.idempotency_key.clone());
+                holders
+                    .entry(run.schedule_id.clone())
+                    .or_insert_with(|| Holders {
+                        keys: Vec::new(),
+                        limit: 1,
+                    })
+                    .enter(&run.idempotency_key);
             }
             let ended = matches!(
                 run.status,

@@ -115,6 +115,7 @@ pub async fn insert_bulk(
                 priority: 0,
                 max_run_seconds: None,
                 max_queued: None,
+                max_in_flight: None,
                 failure: FailurePolicy {
                     max_attempts: 1,
                     ..Default::default()
