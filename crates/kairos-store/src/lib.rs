@@ -27,6 +27,7 @@ pub mod retention;
 mod rows;
 pub mod runs;
 pub mod schedules;
+pub mod session;
 pub mod stats;
 pub mod status;
 pub mod timing;
@@ -56,6 +57,15 @@ pub enum Error {
     /// Applying the migrations failed.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The address does not keep a connection's server session between transactions (a
+    /// pooler in transaction or statement mode): see [`session`].
+    #[error(
+        "the database address does not keep a connection's session between transactions: \
+         a pooler in transaction or statement mode (PgBouncer pool_mode = transaction) sits \
+         in front of PostgreSQL; kairos keeps prepared statements, settings and LISTEN \
+         wake-ups in the session, so it needs pool_mode = session or a direct connection"
+    )]
+    SessionNotKept,
 }
 
 impl Error {
@@ -134,6 +144,17 @@ pub async fn now(db: impl PgExecutor<'_>, pinned: Option<DateTime<Utc>>) -> Resu
 /// # Errors
 /// [`Error::Database`] when the server cannot be reached within 10 s or refuses.
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
+    // Before any prepared statement: a pooler that moves sessions refuses here. A database
+    // that does not exist yet is checked once it is created.
+    let checked = match session::check_kept(url).await {
+        Ok(()) => true,
+        Err(Error::Database(sqlx::Error::Database(err)))
+            if err.code().as_deref() == Some("3D000") =>
+        {
+            false
+        }
+        Err(err) => return Err(err),
+    };
     if !Postgres::database_exists(url).await? {
         // Another instance may create it at the same moment; only a still-missing database
         // is an error.
@@ -142,6 +163,9 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
                 return Err(err.into());
             }
         }
+    }
+    if !checked {
+        session::check_kept(url).await?;
     }
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
