@@ -195,10 +195,14 @@ pub(crate) async fn record(tx: &mut Tx, changes: &[Change], now: DateTime<Utc>) 
 }
 
 fn parse_cursor(cursor: &str) -> Result<i64> {
-    cursor
-        .parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0 && cursor.bytes().all(|b| b.is_ascii_digit()))
+    // Invariant: the shape `next_cursor` has (an id, digits without a leading zero, at most
+    // 18 of them so that it fits an i64); schemas/openapi.json declares the same pattern.
+    let shaped = (1..=18).contains(&cursor.len())
+        && !cursor.starts_with('0')
+        && cursor.bytes().all(|b| b.is_ascii_digit());
+    shaped
+        .then(|| cursor.parse::<i64>().ok())
+        .flatten()
         .ok_or_else(|| {
             Error::invalid(
                 "cursor",
