@@ -410,3 +410,48 @@ async fn without_auth_the_actor_is_anonymous() {
     let (kind, actor, _, _) = one_change(pool, "a1").await;
     assert_eq!((kind.as_str(), actor.as_str()), ("create", "anonymous"));
 }
+
+#[tokio::test]
+async fn with_a_jwt_the_actor_is_its_subject() {
+    let db = TestDb::new().await;
+    let pool = &db.pool();
+    let secret = "hs256-secret-of-the-history-test";
+    let config = AuthConfig {
+        mode: AuthMode::Jwt,
+        audience: Some("kairos".into()),
+        jwt_hs256_secret: Some(secret.into()),
+        ..AuthConfig::default()
+    };
+    let router = app(AppState {
+        intake: Intake::new(pool.clone()),
+        nats: None,
+        registrar: Registrar::new(pool.clone(), Settings::default()),
+        auth: Arc::new(Authenticator::from_config(&config).expect("jwt config")),
+        max_body_bytes: MAX_BODY,
+        allowed_hosts: allowed_hosts(),
+        metrics: None,
+    });
+    let exp = chrono::Utc::now().timestamp() + 600;
+    let claims = json!({"sub": "release-bot", "aud": "kairos", "exp": exp, "role": "deployer"});
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .expect("encode");
+    let dag = json!({"dag": {"nodes": [{"id": "a"}]}});
+    let (status, _, body) = call(
+        &router,
+        Method::PUT,
+        "/workflows/report/versions/3",
+        Some(&token),
+        Some(dag),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let actor: String = sqlx::query_scalar("select actor from change_history")
+        .fetch_one(pool)
+        .await
+        .expect("one change");
+    assert_eq!(actor, "release-bot");
+}
