@@ -24,7 +24,8 @@ pub async fn record(conn: &mut PgConnection, change: &Change, at: DateTime<Utc>)
     record_many(conn, std::slice::from_ref(change), at).await
 }
 
-/// Records several changes of one write (a deploy's schedules) in one statement.
+/// Records several changes of one write (a deploy's schedules) in one statement, however
+/// many: one array per column, so the number of parameters does not grow with the changes.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -36,25 +37,30 @@ pub async fn record_many(
     if changes.is_empty() {
         return Ok(());
     }
-    let mut insert = QueryBuilder::new(
+    let column = |pick: fn(&Change) -> Option<String>| changes.iter().map(pick).collect::<Vec<_>>();
+    let actors: Vec<String> = changes.iter().map(|c| c.actor.name.clone()).collect();
+    let kinds: Vec<&str> = changes.iter().map(|c| c.kind.as_str()).collect();
+    let versions: Vec<Option<i32>> = changes.iter().map(|c| c.subject.version).collect();
+    let fields: Vec<Value> = changes.iter().map(|c| fields_json(&c.fields)).collect();
+    sqlx::query(
         "insert into change_history (at, actor, request_id, kind, schedule_id, calendar, \
-         workflow_id, version, run_key, note, changes) ",
-    );
-    insert.push_values(changes, |mut row, change| {
-        let subject = &change.subject;
-        row.push_bind(at)
-            .push_bind(&change.actor.name)
-            .push_bind(&change.actor.request_id)
-            .push_bind(change.kind.as_str())
-            .push_bind(&subject.schedule_id)
-            .push_bind(&subject.calendar)
-            .push_bind(&subject.workflow_id)
-            .push_bind(subject.version)
-            .push_bind(&subject.run_key)
-            .push_bind(&change.note)
-            .push_bind(fields_json(&change.fields));
-    });
-    insert.build().execute(conn).await?;
+           workflow_id, version, run_key, note, changes) \
+         select $1, * from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+           $7::text[], $8::int4[], $9::text[], $10::text[], $11::jsonb[])",
+    )
+    .bind(at)
+    .bind(actors)
+    .bind(column(|c| c.actor.request_id.clone()))
+    .bind(kinds)
+    .bind(column(|c| c.subject.schedule_id.clone()))
+    .bind(column(|c| c.subject.calendar.clone()))
+    .bind(column(|c| c.subject.workflow_id.clone()))
+    .bind(versions)
+    .bind(column(|c| c.subject.run_key.clone()))
+    .bind(column(|c| c.note.clone()))
+    .bind(fields)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
