@@ -25,14 +25,13 @@ async fn every_kind_of_write_records_one_change_with_actor_request_and_fields() 
     let db = TestDb::new().await;
     let pool = &db.pool();
     let router = router(pool.clone(), NOW);
-    let put = |uri: &str| uri.to_string();
 
     // A workflow version: created.
     let dag = json!({"dag": {"nodes": [{"id": "a"}]}});
     let (status, _) = send(
         &router,
         Method::PUT,
-        &put("/workflows/report/versions/3"),
+        "/workflows/report/versions/3",
         "w1",
         Some(dag),
     )
