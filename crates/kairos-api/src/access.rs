@@ -50,6 +50,30 @@ pub(crate) fn note_caller(name: &str) {
     });
 }
 
+/// Who is making the request being served, as the history of changes records it: the
+/// caller `require_role` let in (its token's name, its JWT's subject, or `anonymous` when
+/// auth is off) and this request's id. A route with no role has no caller: `anonymous`.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller(pub(crate) kairos_core::Actor);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Caller, Self::Rejection> {
+        let name = parts
+            .extensions
+            .get::<kairos_auth::Principal>()
+            .map_or_else(
+                || "anonymous".to_string(),
+                |principal| principal.name.clone(),
+            );
+        Ok(Caller(kairos_core::Actor::new(name, request_id())))
+    }
+}
+
 /// A route layer: notes the route template (`/schedules/{id}`) the request matched.
 pub(crate) async fn note_route(request: Request, next: Next) -> Response {
     if let Some(path) = request.extensions().get::<MatchedPath>() {

@@ -12,6 +12,7 @@ use axum::Json;
 use kairos_registrar::{DeadLetterQuery, RunView};
 use serde_json::json;
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::schedules::bad_request;
@@ -40,6 +41,7 @@ pub(crate) async fn get(
 /// call is a new request.
 pub(crate) async fn retry(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -49,7 +51,11 @@ pub(crate) async fn retry(
     };
     let request_id = read_retry(body::json(body, state.max_body_bytes)?)?;
     let request_id = request_id.unwrap_or_else(fresh_request_id);
-    let (run, started) = state.registrar.retry(&key, &request_id).await?;
+    let (run, started) = state
+        .registrar
+        .acting_as(actor)
+        .retry(&key, &request_id)
+        .await?;
     let location = format!("/runs/{}", run.idempotency_key);
     Ok(crate::wire::written(
         started,

@@ -100,6 +100,21 @@ impl Query {
         }
     }
 
+    /// An RFC 3339 timestamp parameter.
+    pub(crate) fn time(&mut self, name: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+        let text = self.params.remove(name)?;
+        match chrono::DateTime::parse_from_rfc3339(&text) {
+            Ok(at) => Some(at.with_timezone(&chrono::Utc)),
+            Err(_) => {
+                self.problems.push(Problem::new(
+                    name,
+                    format!("{text:?} is not an RFC 3339 timestamp (e.g. 2026-03-09T07:00:00Z)"),
+                ));
+                None
+            }
+        }
+    }
+
     /// Ends reading; unknown parameters are problems.
     pub(crate) fn finish(mut self) -> Result<(), ApiError> {
         let mut unknown: Vec<&String> = self.params.keys().collect();

@@ -9,6 +9,7 @@ use axum::Json;
 use kairos_registrar::CalendarInput;
 use serde_json::{json, Value};
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::schedules::bad_request;
@@ -19,11 +20,16 @@ use crate::AppState;
 /// the answer names the schedules re-planned.
 pub(crate) async fn put(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let input = read_calendar(name, body::json(body, state.max_body_bytes)?)?;
-    let written = state.registrar.put_calendar(&input).await?;
+    let written = state
+        .registrar
+        .acting_as(actor)
+        .put_calendar(&input)
+        .await?;
     let location = format!("/calendars/{}", written.calendar.name);
     let mut answer = serde_json::to_value(CalendarBody::of(written.calendar))
         .expect("a calendar body serializes");
@@ -60,9 +66,14 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
 /// `DELETE /calendars/{name}` → 204; 409 while a schedule uses it; 404 if unknown.
 pub(crate) async fn delete(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.registrar.delete_calendar(&name).await?;
+    state
+        .registrar
+        .acting_as(actor)
+        .delete_calendar(&name)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

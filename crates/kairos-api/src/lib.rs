@@ -18,6 +18,7 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod health;
+mod history;
 pub mod metrics;
 pub mod openapi;
 mod runs;
@@ -141,6 +142,13 @@ pub fn routes() -> Vec<Route> {
             Some(Reader),
             get(schedules::runs),
         ),
+        route(
+            Method::GET,
+            "/schedules/{id}/history",
+            Some(Reader),
+            get(history::schedule),
+        ),
+        route(Method::GET, "/history", Some(Reader), get(history::list)),
         route(
             Method::POST,
             "/schedules/{id}/trigger",
@@ -340,7 +348,7 @@ struct Gate {
 /// Refuses the request (401/403 problem) unless its bearer token allows the route's role.
 /// Each refusal is logged (method, path, required role, the reason and, for 403, who the
 /// caller is; never the token) and counted in [`metrics::AUTH_REFUSALS`].
-async fn require_role(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+async fn require_role(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -348,6 +356,8 @@ async fn require_role(State(gate): State<Gate>, request: Request, next: Next) ->
     match gate.auth.authorize(authorization, gate.role) {
         Ok(principal) => {
             access::note_caller(&principal.name);
+            // The handlers that write name the caller in the history of changes.
+            request.extensions_mut().insert(principal);
             next.run(request).await
         }
         Err(err) => {

@@ -10,6 +10,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::schedules::bad_request;
@@ -20,12 +21,14 @@ use crate::AppState;
 /// the run this request id created before.
 pub(crate) async fn trigger(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let (request_id, overlap) = read_trigger(body::json(body, state.max_body_bytes)?)?;
     let triggered = state
         .registrar
+        .acting_as(actor)
         .trigger(&id, &request_id, overlap.as_deref())
         .await?;
     let location = format!("/runs/{}", triggered.run.idempotency_key);
@@ -36,12 +39,14 @@ pub(crate) async fn trigger(
 /// `POST /schedules/{id}/backfill` `{from, to}` → `{ticks, created, already_present}`.
 pub(crate) async fn backfill(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let (from, to, overlap) = read_backfill(body::json(body, state.max_body_bytes)?)?;
     let done = state
         .registrar
+        .acting_as(actor)
         .backfill(&id, from, to, overlap.as_deref())
         .await?;
     Ok(Json(json!({

@@ -13,6 +13,7 @@ use kairos_registrar::{PreviewInput, ScheduleInput, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
 use serde_json::{json, Value};
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::wire::{dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
@@ -22,6 +23,7 @@ use crate::AppState;
 /// unchanged); a dry-run answers 200 with what it would do and stores nothing.
 pub(crate) async fn upsert(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Query(params): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -31,7 +33,7 @@ pub(crate) async fn upsert(
         let dry = state.registrar.upsert_dry_run(&input).await?;
         return Ok((StatusCode::OK, Json(dry_run_body(dry))).into_response());
     }
-    let upserted = state.registrar.upsert(&input).await?;
+    let upserted = state.registrar.acting_as(actor).upsert(&input).await?;
     let location = format!("/schedules/{}", upserted.schedule.schedule_id);
     let body = Json(UpsertAnswer::of(&upserted.schedule));
     Ok(crate::wire::written(upserted.created, location, body))
@@ -40,11 +42,13 @@ pub(crate) async fn upsert(
 /// `POST /schedules/pause`: `{schedule_id, paused, note?}` → 204.
 pub(crate) async fn pause(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
     let (schedule_id, paused, note) = read_pause(body::json(body, state.max_body_bytes)?)?;
     state
         .registrar
+        .acting_as(actor)
         .set_paused_with_note(&schedule_id, paused, note.as_deref())
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -53,9 +57,10 @@ pub(crate) async fn pause(
 /// `DELETE /schedules/{id}` → 204, 404 if unknown.
 pub(crate) async fn delete(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.registrar.delete(&id).await?;
+    state.registrar.acting_as(actor).delete(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

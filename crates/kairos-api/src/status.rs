@@ -15,6 +15,7 @@ use kairos_store::status::Applied;
 use kairos_worker::intake::{self, Error as IntakeError, Item, StartRequest};
 use serde_json::{json, Value};
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::schedules::bad_request;
@@ -171,6 +172,7 @@ pub(crate) async fn start(
 /// error), with a `message` saying so. An unknown key is a 404.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -181,7 +183,7 @@ pub(crate) async fn cancel(
     let reason = read_cancel(body::json(body, state.max_body_bytes)?)?;
     let done = state
         .intake
-        .cancel(&key, reason.as_deref())
+        .cancel_by(&key, reason.as_deref(), &actor)
         .await
         .map_err(internal)?;
     let Some(run) = done.run().cloned() else {

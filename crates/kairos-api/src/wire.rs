@@ -230,6 +230,8 @@ pub(crate) struct RunBody {
     pub parent_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// The schedule's revision that produced the run (set once, when it was written).
+    pub schedule_revision: Option<i64>,
 }
 
 impl RunBody {
@@ -260,6 +262,7 @@ impl RunBody {
             parent_key: r.parent_key,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
+            schedule_revision: r.schedule_revision,
         }
     }
 }

@@ -11,6 +11,7 @@ use axum::Json;
 use kairos_registrar::{rfc3339, Problem, WorkflowInput};
 use serde_json::json;
 
+use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
 use crate::schedules::bad_request;
@@ -22,6 +23,7 @@ use crate::AppState;
 /// way); a dry-run answers 200 with what it would do and stores nothing.
 pub(crate) async fn put(
     State(state): State<AppState>,
+    Caller(actor): Caller,
     Path((workflow_id, version)): Path<(String, String)>,
     Query(params): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
@@ -37,7 +39,11 @@ pub(crate) async fn put(
         let dry = state.registrar.put_workflow_dry_run(&input).await?;
         return Ok((StatusCode::OK, Json(crate::wire::dry_run_body(dry))).into_response());
     }
-    let deployed = state.registrar.put_workflow(&input).await?;
+    let deployed = state
+        .registrar
+        .acting_as(actor)
+        .put_workflow(&input)
+        .await?;
     let location = format!("/workflows/{workflow_id}/versions/{version}");
     let schedules: Vec<UpsertAnswer> = deployed.schedules.iter().map(UpsertAnswer::of).collect();
     let answer = json!({

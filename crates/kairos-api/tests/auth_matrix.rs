@@ -37,6 +37,8 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("GET", "/schedules/s1", Who::AnyRole),
     ("DELETE", "/schedules/s1", Who::Deployer),
     ("GET", "/schedules/s1/runs", Who::AnyRole),
+    ("GET", "/schedules/s1/history", Who::AnyRole),
+    ("GET", "/history", Who::AnyRole),
     ("POST", "/schedules/s1/trigger", Who::Deployer),
     ("POST", "/schedules/s1/backfill", Who::Deployer),
     ("PUT", "/workflows/wf/versions/1", Who::Deployer),

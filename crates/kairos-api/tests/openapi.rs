@@ -425,6 +425,7 @@ async fn answers_match_their_schemas_field_for_field() {
     let run = get(format!("/runs/{key}")).await;
     let runs = get("/schedules/nightly/runs".into()).await;
     let listed = get("/schedules".into()).await;
+    let history = get("/history".into()).await;
     for (schema, answer) in [
         ("Schedule", &schedule),
         ("RunWithAttempts", &run),
@@ -432,6 +433,7 @@ async fn answers_match_their_schemas_field_for_field() {
         ("Schedule", &listed["schedules"][0]),
         ("ExplainedTick", &schedule["explained_preview"][0]),
         ("ScheduleStats", &schedule["stats"]),
+        ("HistoryChange", &history["history"][0]),
     ] {
         let reference = format!("#/components/schemas/{schema}");
         assert_matches(&doc, &reference, answer);

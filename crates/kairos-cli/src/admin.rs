@@ -1,4 +1,4 @@
-//! `kairos schedules list|get|pause|resume|delete|trigger|backfill|upsert` and `kairos runs
+//! `kairos schedules list|get|pause|resume|delete|trigger|backfill|history|upsert` and `kairos runs
 //! list|retry|cancel|dead-letters`: admin verbs over the HTTP API, so they obey the same auth
 //! and validation as every other caller and show exactly what the API answers. Listings print
 //! a table, one thing a field per line (`show.rs`); `--json` prints the answer as it came
@@ -148,6 +148,18 @@ enum Verb {
         #[arg(long)]
         overlap_policy: Option<String>,
     },
+    /// A schedule's history of changes, newest first: who changed what, when, in which
+    /// request and why (`GET /schedules/{id}/history`; also after it was deleted).
+    History {
+        /// The schedule id.
+        id: String,
+        /// The next_cursor of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Page size (1..=1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
     /// Create or replace a schedule from a JSON upsert body (`POST /schedules/upsert`).
     Upsert {
         /// The JSON body, as `POST /schedules/upsert` takes it; `-` reads standard input.
@@ -190,6 +202,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Verb::Trigger { .. } => {
             print!("{}", crate::show::runs_table(&json!({ "runs": [body] })));
+        }
+        Verb::History { .. } => {
+            print!("{}", crate::show::history_table(&body));
+            print_cursor(&body);
         }
         _ => println!("{}", crate::show::fields(&body)),
     }
@@ -378,6 +394,12 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
             }
             let path = format!("/schedules/{}/backfill", segment(id));
             (Method::POST, path, vec![], Some(body))
+        }
+        Verb::History { id, cursor, limit } => {
+            let mut query = vec![("limit", limit.to_string())];
+            query.extend(cursor.clone().map(|cursor| ("cursor", cursor)));
+            let path = format!("/schedules/{}/history", segment(id));
+            (Method::GET, path, query, None)
         }
         Verb::Upsert { file, dry_run } => {
             let query = if *dry_run {

@@ -199,6 +199,8 @@ pub struct HistoryConfig {
     /// Daily partitions of `schedule_runs` made ahead of today (by the planner role at start
     /// and by every retention pass).
     pub partition_days_ahead: u32,
+    /// Changes in the history of changes (the audit log) are kept this many days.
+    pub audit_retention_days: u32,
 }
 
 /// `[log]`: tracing output.
@@ -364,6 +366,10 @@ impl Config {
         self.validate_scheduler()?;
         self.validate_registrar()?;
         positive("history.retention_days", self.history.retention_days.into())?;
+        positive(
+            "history.audit_retention_days",
+            self.history.audit_retention_days.into(),
+        )?;
         positive("history.batch_size", self.history.batch_size.into())?;
         positive("history.interval_s", self.history.interval_s)?;
         if self.log.level.trim().is_empty() {

@@ -262,6 +262,7 @@ fn retention_config(config: &Config) -> RetentionConfig {
         interval: std::time::Duration::from_secs(history.interval_s),
         partition_days_ahead: history.partition_days_ahead,
         pinned_now: None,
+        audit_retention: Duration::days(i64::from(history.audit_retention_days)),
     }
 }
 

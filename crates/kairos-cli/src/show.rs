@@ -114,6 +114,34 @@ pub fn calendars_table(body: &Value) -> String {
     table(rows, &CALENDAR_COLUMNS, &cell, "no calendars")
 }
 
+/// The columns of [`history_table`] (`changes` as `field: old -> new; ...`).
+const HISTORY_COLUMNS: [(&str, &str); 6] = [
+    ("AT", "at"),
+    ("ACTOR", "actor"),
+    ("KIND", "kind"),
+    ("REQUEST_ID", "request_id"),
+    ("CHANGES", "changes"),
+    ("NOTE", "note"),
+];
+
+/// `{history: [...]}` as a table, newest first as the API answered; "no changes" when there
+/// is none.
+pub fn history_table(body: &Value) -> String {
+    let rows = body["history"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let cell = |row: &Value, field: &str| match &row[field] {
+        Value::Array(changes) if field == "changes" => changes
+            .iter()
+            .map(|c| {
+                let field = c["field"].as_str().unwrap_or_default();
+                format!("{field}: {} -> {}", scalar(&c["old"]), scalar(&c["new"]))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        value => scalar(value),
+    };
+    table(rows, &HISTORY_COLUMNS, &cell, "no changes")
+}
+
 /// Rows as aligned columns under a header line; `empty` alone when there is no row.
 fn table(
     rows: &[Value],

@@ -20,9 +20,12 @@
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
 //! - [`Schedule`], [`Run`], [`Attempt`], [`Calendar`], [`ScheduleStats`]: what the store
 //!   keeps, as plain values (kairos-store maps its rows into them).
+//! - [`Change`] ([`Actor`], [`ChangeKind`], [`Subject`], [`FieldChange`]): one entry of the
+//!   history of changes, with the fields that differ ([`schedule_fields`]).
 
 mod chain;
 mod exclusion;
+mod history;
 mod id;
 mod key;
 mod names;
@@ -43,6 +46,10 @@ pub use chain::error_chain;
 pub use exclusion::{
     parse_date, ExcludedBy, Exclusion, ExclusionError, Exclusions, NamedCalendar,
     MAX_CALENDAR_DATES, MAX_EXCLUDE_ENTRIES,
+};
+pub use history::{
+    calendar_fields, schedule_fields, Actor, Change, ChangeKind, FieldChange, FieldValue,
+    HistoryEntry, HistoryFilter, Subject,
 };
 pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};

@@ -3,7 +3,7 @@
 //! /runs/{key}/retry`, idempotent per request id), and the dead letters (`GET
 //! /dead-letters`).
 
-use kairos_core::{Attempt, Run};
+use kairos_core::{Attempt, ChangeKind, FieldChange, Run, Subject};
 use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::runs;
 use kairos_store::Tx;
@@ -72,7 +72,17 @@ impl Registrar {
             .map_err(|err| Error::invalid("request_id", err.to_string()))?;
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
+        let before = runs::get(&mut *tx, key).await?;
         let retried = attempts::retry_finished(&mut tx, key, request_id, now).await?;
+        if let (Retried::Started(run), Some(before)) = (&retried, &before) {
+            let subject = Subject::run(key, &run.schedule_id, &run.workflow_id);
+            let fields = vec![
+                FieldChange::new("status", before.status.as_str(), run.status.as_str()),
+                FieldChange::new("attempt", before.attempt, run.attempt),
+            ];
+            let change = self.change(subject, ChangeKind::Retry, fields);
+            crate::history::record(&mut tx, &[change], now).await?;
+        }
         tx.commit().await?;
         match retried {
             Retried::Started(run) => Ok((run, true)),

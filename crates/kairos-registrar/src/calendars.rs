@@ -7,7 +7,9 @@
 //! change that would leave a schedule with no tick (or a tick that cannot roll) is refused.
 
 use chrono::NaiveDate;
-use kairos_core::{parse_date, validate_id, Calendar, MAX_CALENDAR_DATES};
+use kairos_core::{
+    calendar_fields, parse_date, validate_id, Calendar, ChangeKind, Subject, MAX_CALENDAR_DATES,
+};
 use kairos_store::calendars;
 use kairos_store::schedules as store;
 use kairos_store::Tx;
@@ -53,9 +55,20 @@ impl Registrar {
         let (dates, description) = check_calendar(input)?;
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
+        let before = calendars::get(&mut *tx, &input.name).await?;
         let (calendar, created) =
             calendars::put(&mut *tx, &input.name, &description, &dates, now).await?;
         let replanned = self.replan_users(&mut tx, &input.name, now).await?;
+        let fields = calendar_fields(before.as_ref(), Some(&calendar));
+        if !fields.is_empty() {
+            let kind = if created {
+                ChangeKind::Create
+            } else {
+                ChangeKind::Update
+            };
+            let change = self.change(Subject::calendar(&input.name), kind, fields);
+            crate::history::record(&mut tx, &[change], now).await?;
+        }
         tx.commit().await?;
         Ok(CalendarWritten {
             calendar,
@@ -146,9 +159,14 @@ impl Registrar {
                 ),
             });
         }
+        let before = calendars::get(&mut *tx, name).await?;
         if !calendars::delete(&mut *tx, name).await? {
             return Err(not_found(name));
         }
+        let now = self.now(&mut tx).await?;
+        let fields = calendar_fields(before.as_ref(), None);
+        let change = self.change(Subject::calendar(name), ChangeKind::Delete, fields);
+        crate::history::record(&mut tx, &[change], now).await?;
         tx.commit().await?;
         Ok(())
     }

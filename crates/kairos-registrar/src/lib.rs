@@ -16,6 +16,9 @@
 //! - [`Registrar::upsert_dry_run`], [`Registrar::put_workflow_dry_run`]: the same writes in a
 //!   transaction that is rolled back, answering what they would do.
 //!
+//! - [`Registrar::history`]: the history of changes. Every write records what it changed,
+//!   by whom ([`Registrar::acting_as`]) and why, in its own transaction.
+//!
 //! Every error means nothing changed: each call is one transaction.
 
 mod apply;
@@ -29,6 +32,7 @@ mod error;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
+mod history;
 mod input;
 mod overview;
 mod restage;
@@ -42,6 +46,7 @@ pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
 pub use cursor::RunPage;
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
+pub use history::{HistoryPage, HistoryQuery};
 pub use input::{
     derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
     MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
@@ -67,12 +72,18 @@ use kairos_store::{PgPool, Tx};
 pub struct Registrar {
     pool: PgPool,
     settings: Settings,
+    /// Who its writes are recorded as made by, in the history of changes.
+    actor: kairos_core::Actor,
 }
 
 impl Registrar {
     /// A registrar writing to `pool` with `settings`.
     pub fn new(pool: PgPool, settings: Settings) -> Registrar {
-        Registrar { pool, settings }
+        Registrar {
+            pool,
+            settings,
+            actor: kairos_core::Actor::system(),
+        }
     }
 
     /// The pool it writes to.

@@ -13,7 +13,9 @@
 //! Both work on paused schedules too: they are explicit requests.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use kairos_core::{OverlapPolicy, Run, RunKey, RunSource, RunStatus};
+use kairos_core::{
+    ChangeKind, FieldChange, FieldValue, OverlapPolicy, Run, RunKey, RunSource, RunStatus, Subject,
+};
 use kairos_store::planning::{self, RunRows};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules as store;
@@ -22,6 +24,7 @@ use kairos_store::wakeups;
 use kairos_store::Tx;
 
 use crate::error::{Error, Result};
+use crate::history;
 use crate::rules::rfc3339;
 use crate::schedules::{check_id, not_found, timetable_of};
 use crate::Registrar;
@@ -130,6 +133,17 @@ impl Registrar {
         }
         if created {
             wakeups::runs_due(&mut *tx).await?;
+            let subject = Subject::run(key.as_str(), &stored.schedule_id, &stored.workflow_id);
+            let mut fields = vec![FieldChange::new("run", FieldValue::Null, key.as_str())];
+            if let Some(overlap) = overlap {
+                fields.push(FieldChange::new(
+                    "overlap_policy",
+                    FieldValue::Null,
+                    overlap.as_str(),
+                ));
+            }
+            let change = self.change(subject, ChangeKind::Trigger, fields);
+            history::record(&mut tx, &[change], now).await?;
         }
         tx.commit().await?;
         Ok(Triggered {
@@ -211,6 +225,15 @@ impl Registrar {
             planning::insert_runs(&mut *tx, &rows, RunSource::Backfill, Some(overlap), now).await?;
         if created > 0 {
             wakeups::runs_due(&mut *tx).await?;
+            let subject = Subject::schedule(&schedule.schedule_id, &schedule.workflow_id);
+            let fields = vec![
+                FieldChange::new("from", FieldValue::Null, from),
+                FieldChange::new("to", FieldValue::Null, to),
+                FieldChange::new("overlap_policy", FieldValue::Null, overlap.as_str()),
+                FieldChange::new("runs_created", FieldValue::Null, created),
+            ];
+            let change = self.change(subject, ChangeKind::Backfill, fields);
+            history::record(&mut tx, &[change], now).await?;
         }
         tx.commit().await?;
         let ticks = ticks.len() as u64;

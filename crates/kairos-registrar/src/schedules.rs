@@ -8,12 +8,13 @@ use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats;
 use kairos_store::timing::Decoder;
 
-use kairos_core::RunStatus;
+use kairos_core::{ChangeKind, RunStatus};
 use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError, Target};
 use crate::cursor::RunPage;
 use crate::error::{Error, Problem, Result};
+use crate::history;
 use crate::input::{self, check_zone, ScheduleInput, Settings};
 use crate::{rules, Registrar};
 
@@ -132,10 +133,15 @@ impl Registrar {
             .map_err(|err| plan_error(err, &checked.schedule_id))?;
         let created = matches!(plan, Plan::New(..));
         let mut stored = apply::apply(tx, vec![plan], now).await?;
-        Ok(Upserted {
-            schedule: stored.pop().expect("one plan, one row"),
-            created,
-        })
+        let schedule = stored.pop().expect("one plan, one row");
+        let kind = if created {
+            ChangeKind::Create
+        } else {
+            ChangeKind::Update
+        };
+        let change = self.schedule_change(kind, existing.as_ref(), Some(&schedule));
+        history::record(tx, change.as_slice(), now).await?;
+        Ok(Upserted { schedule, created })
     }
 
     /// Pauses (cancelling every unpublished run) or resumes (planning from now on: no
@@ -197,6 +203,15 @@ impl Registrar {
         )
         .await?
         .ok_or_else(|| concurrent(schedule_id))?;
+        let kind = if paused {
+            ChangeKind::Pause
+        } else {
+            ChangeKind::Resume
+        };
+        if let Some(mut change) = self.schedule_change(kind, Some(&stored), Some(&written)) {
+            change.note = note.filter(|_| paused).map(str::to_string);
+            history::record(&mut tx, &[change], now).await?;
+        }
         let ids = [schedule_id.to_string()];
         let mut skipped_while_paused = 0;
         if paused {
@@ -234,10 +249,13 @@ impl Registrar {
         let mut tx = Tx::begin(&self.pool).await?;
         let now = self.now(&mut tx).await?;
         let ids = [schedule_id.to_string()];
+        let old = store::get(&mut *tx, schedule_id).await?;
         if store::delete_many(&mut *tx, &ids).await?.is_empty() {
             return Err(not_found(schedule_id));
         }
         runs::cancel_unpublished(&mut *tx, &ids, DELETED, now).await?;
+        let change = self.schedule_change(ChangeKind::Delete, old.as_ref(), None);
+        history::record(&mut tx, change.as_slice(), now).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use kairos_core::Schedule;
+use kairos_core::{ChangeKind, FieldChange, FieldValue, Schedule, Subject};
 use kairos_store::runs;
 use kairos_store::schedules as store;
 use kairos_store::workflows::{self, PutOutcome};
@@ -100,6 +100,12 @@ impl Registrar {
                 })
             }
         };
+        if created {
+            let subject = Subject::workflow(&input.workflow_id, version);
+            let fields = vec![FieldChange::new("version", FieldValue::Null, version)];
+            let change = self.change(subject, ChangeKind::Create, fields);
+            crate::history::record(tx, &[change], now).await?;
+        }
         let Some(mut checked) = checked else {
             return Ok(Deployed {
                 created,
@@ -126,6 +132,21 @@ impl Registrar {
         let schedules = apply::apply(tx, plans, now).await?;
         let removed = store::delete_many(&mut **tx, &stale).await?;
         runs::cancel_unpublished(&mut **tx, &removed, REMOVED, now).await?;
+        let before: HashMap<&str, &Schedule> = existing
+            .iter()
+            .map(|s| (s.schedule_id.as_str(), s))
+            .collect();
+        let synced = schedules
+            .iter()
+            .map(|s| (before.get(s.schedule_id.as_str()).copied(), Some(s)));
+        let gone = removed
+            .iter()
+            .map(|id| (before.get(id.as_str()).copied(), None));
+        let changes: Vec<_> = synced
+            .chain(gone)
+            .filter_map(|(old, new)| self.schedule_change(ChangeKind::DeploySync, old, new))
+            .collect();
+        crate::history::record(tx, &changes, now).await?;
         Ok(Deployed {
             created,
             schedules,

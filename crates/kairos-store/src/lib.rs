@@ -18,6 +18,7 @@ pub mod cancel;
 pub mod chains;
 pub mod dispatch;
 mod groups;
+pub mod history;
 pub mod outbox;
 mod outcome;
 pub mod overview;

@@ -346,6 +346,7 @@ mod tests {
             parent_key: None,
             created_at: at(tick),
             updated_at: at(tick),
+            schedule_revision: None,
         };
         let runs = [
             run("2026-03-05T11:30:00Z", RunStatus::Success),

@@ -1,6 +1,7 @@
 //! One schedule (`/ui/schedules/{id}`): every field, the spec in words, the next ten fire
 //! times with DST rules and jitter marked, why the last tick did not launch, its runs, and
-//! (for a deployer) the pause, trigger, backfill, delete, cancel and retry controls.
+//! (for a deployer) the pause, trigger, backfill, delete, cancel and retry controls, and its
+//! history of changes (who changed what, and why).
 
 use chrono::{DateTime, Utc};
 use kairos_core::{DstNote, Occurrence};
@@ -8,6 +9,7 @@ use kairos_registrar::{Registrar, Schedule, ScheduleDetail, Upcoming};
 use maud::{html, Markup};
 
 use crate::chart::last_day;
+use crate::history::history_table;
 use crate::list::role_note;
 use crate::params::Params;
 use crate::runs::{run_href, run_table};
@@ -21,6 +23,8 @@ const UPCOMING: usize = 10;
 const RUNS: i64 = 50;
 /// Runs read for the charts of the last day (the most the registrar gives).
 const CHART_RUNS: i64 = kairos_registrar::LIST_LIMIT_MAX;
+/// Changes shown in the History section, newest first.
+const HISTORY: i64 = 50;
 /// Ticks of a backfill plan listed (the total is always given).
 const PLAN_SHOWN: usize = 50;
 
@@ -41,6 +45,7 @@ pub async fn schedule(
     let complete = i64::try_from(runs.len()).unwrap_or(i64::MAX) < CHART_RUNS;
     let charts = last_day(&runs, detail.now, complete);
     runs.truncate(usize::try_from(RUNS).unwrap_or(50));
+    let history = registrar.schedule_history(id, None, HISTORY).await?.entries;
     // Ticks planned ahead (not yet due) apart from the runs that have fired.
     let (ahead, fired): (Vec<_>, Vec<_>) =
         runs.into_iter().partition(|run| run.fire_at > detail.now);
@@ -87,6 +92,10 @@ pub async fn schedule(
         section aria-labelledby="fields-title" {
             h2 #fields-title { "All fields" }
             (fields(&detail))
+        }
+        section #history aria-labelledby="history-title" {
+            h2 #history-title { "History, newest first" }
+            (history_table(&history, detail.now))
         }
     };
     Ok(markup.into_string())

@@ -14,6 +14,9 @@
 //! for a lock (`skip locked`) and never touch unfinished runs, so retention cannot block or
 //! disturb the hot path; every instance may run it at once.
 //!
+//! Each pass also deletes the changes of the history of changes (the audit log) older than
+//! `history.audit_retention_days`, in batches the same way.
+//!
 //! Time: what is "old" is decided with the database's now (invariant 3); the instance's
 //! clock only measures the sleep between passes.
 
@@ -45,6 +48,9 @@ pub struct RetentionConfig {
     pub partition_days_ahead: u32,
     /// Fixes the database "now" (tests only); `None` in production.
     pub pinned_now: Option<DateTime<Utc>>,
+    /// Changes in the history of changes older than this are deleted
+    /// (`audit_retention_days`).
+    pub audit_retention: Duration,
 }
 
 /// Why a retention call failed.
@@ -74,6 +80,8 @@ pub struct PassReport {
     pub dropped: u64,
     /// True when the pass stopped at `max_batches` with work left.
     pub more: bool,
+    /// Changes deleted from the history of changes.
+    pub changes_deleted: u64,
 }
 
 /// The retention loop over one pool. Cheap to clone.
@@ -201,6 +209,7 @@ impl Retention {
             days_dropped: 0,
             dropped: 0,
             more: false,
+            changes_deleted: 0,
         };
         if self.partitions_due() {
             self.partition_work(now, &rule, &mut report).await;
@@ -225,7 +234,29 @@ impl Retention {
                 "old runs deleted"
             );
         }
+        report.changes_deleted = self.delete_old_changes(now, rule.limit).await?;
         Ok(report)
+    }
+
+    /// Deletes the changes older than `audit_retention` from the history of changes, in
+    /// batches of at most `limit` (each its own short statement), at most `max_batches`.
+    async fn delete_old_changes(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+        let older_than = now - self.config.audit_retention;
+        let mut deleted = 0;
+        for batch in 0..self.config.max_batches {
+            if batch > 0 {
+                tokio::time::sleep(self.config.batch_pause).await;
+            }
+            let gone = kairos_store::history::delete_before(&self.pool, older_than, limit).await?;
+            deleted += gone;
+            if gone < u64::from(limit) {
+                break;
+            }
+        }
+        if deleted > 0 {
+            tracing::info!(deleted, %older_than, "old changes deleted from the history");
+        }
+        Ok(deleted)
     }
 }
 

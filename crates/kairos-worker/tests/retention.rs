@@ -27,6 +27,7 @@ fn config(batch_size: u32, max_batches: u32) -> RetentionConfig {
         interval: StdDuration::from_secs(3600),
         partition_days_ahead: 2,
         pinned_now: Some(at(NOW)),
+        audit_retention: Duration::days(365),
     }
 }
 
@@ -77,7 +78,8 @@ async fn a_pass_is_bounded_and_the_next_one_finishes() {
             deleted: 6,
             days_dropped: 0,
             dropped: 0,
-            more: true
+            more: true,
+            changes_deleted: 0,
         }
     );
     // keep_last 2 is already met by the recent runs: all 10 old ones go.
@@ -161,4 +163,39 @@ async fn a_pass_makes_the_days_ahead_and_drops_an_old_day_whole() {
         .filter(|d| d.as_str() < "2026-07-01")
         .collect();
     assert_eq!(days, ["2026-06-01", "2026-06-02", "2026-06-03"]);
+}
+
+/// A change of schedule `schedule_id` recorded `days_ago` days before NOW.
+async fn change(pool: &PgPool, schedule_id: &str, days_ago: i64) {
+    let change = kairos_core::Change {
+        subject: kairos_core::Subject::schedule(schedule_id, "w"),
+        kind: kairos_core::ChangeKind::Update,
+        actor: kairos_core::Actor::new("compiler", Some(format!("r-{days_ago}"))),
+        note: None,
+        fields: vec![kairos_core::FieldChange::new("priority", 0, 1)],
+    };
+    let mut conn = pool.acquire().await.expect("connection");
+    kairos_store::history::record(&mut conn, &change, at(NOW) - Duration::days(days_ago))
+        .await
+        .expect("record");
+}
+
+#[tokio::test]
+async fn a_pass_deletes_the_changes_older_than_the_audit_retention_only() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    for days_ago in [400, 366, 364, 10, 0] {
+        change(&pool, "a", days_ago).await;
+    }
+    // Batches of 1: the pass goes on until every old change is gone.
+    let retention = Retention::new(pool.clone(), config(1, 10));
+    let report = retention.pass().await.expect("pass");
+    assert_eq!(report.changes_deleted, 2);
+    let kept: Vec<String> = sqlx::query_scalar("select request_id from change_history order by at")
+        .fetch_all(&pool)
+        .await
+        .expect("kept");
+    assert_eq!(kept, ["r-364", "r-10", "r-0"]);
+    let again = retention.pass().await.expect("pass");
+    assert_eq!(again.changes_deleted, 0);
 }

@@ -54,6 +54,7 @@ const RUN_KEYS = allKeys<Run>()(
   "heartbeat_at",
   "dead_lettered_at",
   "parent_key",
+  "schedule_revision",
 );
 
 /** An answer must hold no field its type does not declare. */

@@ -88,6 +88,7 @@ fn defaults_load_without_any_file_or_env() {
         assert_eq!(config.scheduler.default_jitter_ms, 0);
         assert_eq!(config.registrar.allowed_timezones, None);
         assert_eq!(config.history.retention_days, 30);
+        assert_eq!(config.history.audit_retention_days, 365);
         assert_eq!(
             (config.history.keep_last, config.history.batch_size),
             (100, 1000)

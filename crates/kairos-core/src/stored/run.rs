@@ -56,6 +56,9 @@ pub struct Run {
     pub created_at: DateTime<Utc>,
     /// When the row last changed.
     pub updated_at: DateTime<Utc>,
+    /// The schedule's revision when the run was written (the one that produced it); never
+    /// changed afterwards. `None` for runs of no schedule and runs written before it was kept.
+    pub schedule_revision: Option<i64>,
 }
 
 /// One finished attempt of a run.

@@ -36,6 +36,7 @@ impl<'r> FromRow<'r, PgRow> for RunRow {
             parent_key: row.try_get("parent_key")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
+            schedule_revision: row.try_get("schedule_revision")?,
         }))
     }
 }

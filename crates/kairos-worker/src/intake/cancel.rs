@@ -3,6 +3,7 @@
 //! message published at once by this instance's dispatcher when it has one; otherwise, or
 //! when NATS cannot take it now, the next sweep of any instance sends it.
 
+use kairos_core::{Actor, Change, ChangeKind, FieldChange, Subject};
 use kairos_store::cancel::{self, Cancel};
 use kairos_store::Tx;
 
@@ -18,12 +19,43 @@ impl Intake {
     /// # Errors
     /// [`super::Error::Store`]: nothing was recorded.
     pub async fn cancel(&self, key: &str, reason: Option<&str>) -> Result<Cancel> {
+        self.cancel_by(key, reason, &Actor::system()).await
+    }
+
+    /// [`Intake::cancel`] on behalf of `actor`: a cancel that moved the run is recorded in
+    /// the history of changes (with the reason as its note) in the same transaction.
+    ///
+    /// # Errors
+    /// [`super::Error::Store`]: nothing was recorded.
+    pub async fn cancel_by(
+        &self,
+        key: &str,
+        reason: Option<&str>,
+        actor: &Actor,
+    ) -> Result<Cancel> {
+        let note = reason;
         let reason = match reason {
             Some(reason) => format!("cancelled by an operator: {reason}"),
             None => "cancelled by an operator".to_string(),
         };
         let mut tx = Tx::begin(&self.pool).await?;
+        let before = kairos_store::runs::get(&mut *tx, key).await?;
         let done = cancel::request(&mut tx, key, &reason, None).await?;
+        if let (Cancel::Cancelled(run) | Cancel::Cancelling(run), Some(before)) = (&done, before) {
+            let change = Change {
+                subject: Subject::run(key, &run.schedule_id, &run.workflow_id),
+                kind: ChangeKind::Cancel,
+                actor: actor.clone(),
+                note: note.map(str::to_string),
+                fields: vec![FieldChange::new(
+                    "status",
+                    before.status.as_str(),
+                    run.status.as_str(),
+                )],
+            };
+            let now = kairos_store::now(&mut *tx, None).await?;
+            kairos_store::history::record(&mut tx, &change, now).await?;
+        }
         tx.commit().await?;
         tracing::info!(
             key,
