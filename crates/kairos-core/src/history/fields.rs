@@ -73,6 +73,7 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
         priority,
         max_run_seconds,
         max_queued,
+        max_in_flight,
         failure,
         rules,
         max_runs,
@@ -107,6 +108,7 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
         ("priority", (*priority).into()),
         ("max_run_seconds", FieldValue::of(*max_run_seconds)),
         ("max_queued", FieldValue::of(*max_queued)),
+        ("max_in_flight", FieldValue::of(*max_in_flight)),
         ("max_attempts", (*max_attempts).into()),
         (
             "retry_intervals_s",
