@@ -68,6 +68,8 @@ pub(crate) struct ScheduleBody {
     pub max_runs: Option<i32>,
     /// `max_runs` minus the scheduled runs created so far; `null` without `max_runs`.
     pub remaining_runs: Option<i64>,
+    /// Seconds after its tick by which each planned run must be final; `null`: none.
+    pub deadline_s: Option<i32>,
     pub pause_note: Option<String>,
     pub revision: i64,
     pub created_at: String,
@@ -136,6 +138,7 @@ impl ScheduleBody {
             chain,
             max_runs: s.max_runs,
             remaining_runs,
+            deadline_s: s.deadline_s,
             pause_note: s.pause_note,
             waiting_on: None,
             revision: s.revision,
@@ -228,6 +231,12 @@ pub(crate) struct RunBody {
     pub parent_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// By when it must be final; `null`: no deadline.
+    pub deadline_at: Option<String>,
+    /// When it was found late (a mark, not a status); `null`: not late.
+    pub late_at: Option<String>,
+    /// What it did by its deadline, when late.
+    pub late_reason: Option<String>,
 }
 
 impl RunBody {
@@ -258,6 +267,9 @@ impl RunBody {
             parent_key: r.parent_key,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
+            deadline_at: time(r.deadline_at),
+            late_at: time(r.late_at),
+            late_reason: r.late_reason,
         }
     }
 }
@@ -329,6 +341,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         revision: fields.integer("revision", false),
         rules: rules_input(fields),
         max_runs: fields.integer("max_runs", false),
+        deadline_s: fields.integer("deadline_s", false),
     }
 }
 

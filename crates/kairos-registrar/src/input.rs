@@ -120,6 +120,9 @@ pub const MAX_TIMEZONE_LEN: usize = 64;
 /// Longest `overlap_policy` or `catchup_policy`, in characters (the names are at most 16).
 pub const MAX_POLICY_LEN: usize = 32;
 
+/// Longest `deadline_s`: a year, in seconds (the bound the `schedules` table checks too).
+pub const MAX_DEADLINE_S: i32 = 31_536_000;
+
 /// Pushes a problem and answers false when `value` is longer than `max` characters, so the
 /// value is neither parsed nor echoed in an error.
 pub(crate) fn within(problems: &mut Vec<Problem>, field: &str, value: &str, max: usize) -> bool {
@@ -186,6 +189,9 @@ pub struct ScheduleInput {
     /// At least 1: after this many scheduled runs the schedule is exhausted; absent: no
     /// limit. Manual, backfill and chain runs do not count.
     pub max_runs: Option<i64>,
+    /// `1..=31_536_000` seconds after its tick by which each planned run must be final;
+    /// absent: no deadline.
+    pub deadline_s: Option<i64>,
 }
 
 /// `retry_backoff` as sent.
@@ -219,6 +225,7 @@ pub(crate) struct Checked {
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
     pub max_runs: Option<i32>,
+    pub deadline_s: Option<i32>,
     pub rules: CheckedRules,
     /// The named calendars, once resolved against the store ([`Checked::resolve`]).
     pub calendars: Vec<Arc<NamedCalendar>>,
@@ -387,6 +394,13 @@ pub(crate) fn check_sharing(
         1,
         i32::MAX.into(),
     );
+    let deadline_s = ranged(
+        &mut problems,
+        "deadline_s",
+        input.deadline_s,
+        1,
+        MAX_DEADLINE_S.into(),
+    );
     let failure = failure_policy(&mut problems, input);
     // A name over the bound was refused above and is not echoed again.
     fn short(value: &Option<String>) -> Option<&str> {
@@ -432,6 +446,7 @@ pub(crate) fn check_sharing(
             failure: failure.unwrap_or_default(),
             revision: input.revision,
             max_runs: max_runs.map(narrow),
+            deadline_s: deadline_s.map(narrow),
             rules,
             calendars: Vec::new(),
         }),

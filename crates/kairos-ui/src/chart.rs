@@ -344,6 +344,9 @@ mod tests {
             finished_at: None,
             executor_id: None,
             parent_key: None,
+            deadline_at: None,
+            late_at: None,
+            late_reason: None,
             created_at: at(tick),
             updated_at: at(tick),
         };

@@ -34,6 +34,9 @@ impl<'r> FromRow<'r, PgRow> for RunRow {
             finished_at: row.try_get("finished_at")?,
             executor_id: row.try_get("executor_id")?,
             parent_key: row.try_get("parent_key")?,
+            deadline_at: row.try_get("deadline_at")?,
+            late_at: row.try_get("late_at")?,
+            late_reason: row.try_get("late_reason")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
         }))
