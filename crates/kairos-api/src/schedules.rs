@@ -70,12 +70,20 @@ pub(crate) async fn get(
     let explain = query.boolean("explain").unwrap_or(false);
     query.finish()?;
     let view = state.registrar.get(&id).await?;
+    let deadline_s = view.schedule.deadline_s;
     let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
     body.waiting_on = view.waiting_on;
     // A plain struct of strings, numbers and options: serializing it cannot fail.
     let mut answer = json!(body);
     if explain {
-        let explained: Vec<Value> = view.explained.into_iter().map(tick_json).collect();
+        let explained: Vec<Value> = view
+            .explained
+            .into_iter()
+            .map(|tick| {
+                let at = tick.note.at;
+                with_deadline(tick_json(tick), at, deadline_s)
+            })
+            .collect();
         answer["explained_preview"] = json!(explained);
     }
     Ok(Json(answer))
@@ -167,6 +175,16 @@ fn tick_json(tick: TickExplained) -> Value {
     body["fire_at"] = json!(kairos_registrar::rfc3339(tick.fire_at));
     body["jitter_ms"] = json!(tick.jitter.num_milliseconds());
     body
+}
+
+/// An explained tick with the deadline its run will have (`deadline_at`: the tick plus
+/// the schedule's `deadline_s`), when the schedule sets one.
+fn with_deadline(mut tick: Value, at: chrono::DateTime<chrono::Utc>, deadline_s: Option<i32>) -> Value {
+    if let Some(seconds) = deadline_s {
+        let deadline = at + chrono::Duration::seconds(i64::from(seconds));
+        tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));
+    }
+    tick
 }
 
 /// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.

@@ -22,6 +22,7 @@
 //! This crate renders; it knows no HTTP status codes (the API maps [`kairos_registrar::Error`]).
 
 mod chart;
+mod late;
 mod list;
 mod params;
 mod run;
