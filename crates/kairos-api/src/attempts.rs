@@ -86,6 +86,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let late_given = params.contains_key("late");
     let mut query = body::Query::new(params);
     let late = query.boolean("late");
     let filter = DeadLetterQuery {
@@ -97,7 +98,9 @@ pub(crate) async fn list(
     let late_problem = match late {
         Some(true) => None,
         Some(false) => Some("only true is known: GET /runs lists late runs"),
-        None => Some("is required (late=true: GET /runs lists late runs)"),
+        None if !late_given => Some("is required (late=true: GET /runs lists late runs)"),
+        // Not true or false: named by the reading above.
+        None => None,
     };
     let finished = query.finish();
     if let Some(detail) = late_problem {

@@ -73,8 +73,9 @@ pub async fn judge(tx: &mut PgConnection, now: DateTime<Utc>, limit: i64) -> Res
                when r.finished_at > r.deadline_at then format( \
                  'ended %s at %s, %s after its deadline %s', r.status, {finished}, \
                  date_trunc('second', r.finished_at - r.deadline_at), {deadline}) \
-               else format('ended %s at %s%s: not SUCCESS by its deadline %s', r.status, \
-                 {finished}, coalesce(' (' || r.reason || ')', ''), {deadline}) end, \
+               else format('ended %s%s%s: not SUCCESS by its deadline %s', r.status, \
+                 coalesce(' at ' || {finished}, ''), coalesce(' (' || r.reason || ')', ''), \
+                 {deadline}) end, \
              deadline_open = r.status not in {terminal} \
            from due \
            where r.idempotency_key = due.idempotency_key and r.run_at = due.run_at \
