@@ -179,7 +179,11 @@ fn tick_json(tick: TickExplained) -> Value {
 
 /// An explained tick with the deadline its run will have (`deadline_at`: the tick plus
 /// the schedule's `deadline_s`), when the schedule sets one.
-fn with_deadline(mut tick: Value, at: chrono::DateTime<chrono::Utc>, deadline_s: Option<i32>) -> Value {
+fn with_deadline(
+    mut tick: Value,
+    at: chrono::DateTime<chrono::Utc>,
+    deadline_s: Option<i32>,
+) -> Value {
     if let Some(seconds) = deadline_s {
         let deadline = at + chrono::Duration::seconds(i64::from(seconds));
         tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));

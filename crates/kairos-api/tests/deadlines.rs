@@ -22,8 +22,14 @@ fn schedule(id: &str, deadline_s: Value) -> Value {
 }
 
 async fn upsert(api: &axum::Router, body: Value) -> (StatusCode, Value) {
-    let (status, _, answer) =
-        call(api, Method::POST, "/schedules/upsert", Some(DEPLOYER), Some(body)).await;
+    let (status, _, answer) = call(
+        api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
     (status, answer)
 }
 
@@ -79,7 +85,11 @@ async fn deadline_s_is_checked_stored_and_previewed() {
     let (status, _) = upsert(&api, schedule("s1", json!(0))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, _, _) = call(&api, Method::GET, "/schedules/s1", Some(READER), None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "a refused write changes nothing");
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "a refused write changes nothing"
+    );
 
     let (status, answer) = upsert(&api, schedule("s1", json!(5400))).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
@@ -91,7 +101,8 @@ async fn deadline_s_is_checked_stored_and_previewed() {
     assert!(!ticks.is_empty());
     for tick in ticks {
         let at = ts(tick["at"].as_str().expect("at"));
-        let deadline = (at + chrono::Duration::seconds(5400)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let deadline = (at + chrono::Duration::seconds(5400))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         assert_eq!(tick["deadline_at"], deadline.as_str(), "{tick}");
     }
     // Without deadline_s the schedule has none, and neither have its ticks.
@@ -100,7 +111,10 @@ async fn deadline_s_is_checked_stored_and_previewed() {
     let uri = "/schedules/s2?explain=true";
     let (_, _, body) = call(&api, Method::GET, uri, Some(READER), None).await;
     assert_eq!(body["deadline_s"], Value::Null);
-    assert!(body["explained_preview"][0].get("deadline_at").is_none(), "{body}");
+    assert!(
+        body["explained_preview"][0].get("deadline_at").is_none(),
+        "{body}"
+    );
 }
 
 #[tokio::test]

@@ -82,8 +82,20 @@ async fn the_pages_say_when_a_run_is_late_and_by_how_much() {
     let api = router(pool.clone(), NOW);
     setup(&api).await;
     let running = run(&pool, "2026-03-05T07:00:00Z", "STARTED", None).await;
-    let in_time = run(&pool, "2026-03-04T07:00:00Z", "SUCCESS", Some("2026-03-04T07:05:00Z")).await;
-    let after = run(&pool, "2026-03-03T07:00:00Z", "SUCCESS", Some("2026-03-03T07:25:00Z")).await;
+    let in_time = run(
+        &pool,
+        "2026-03-04T07:00:00Z",
+        "SUCCESS",
+        Some("2026-03-04T07:05:00Z"),
+    )
+    .await;
+    let after = run(
+        &pool,
+        "2026-03-03T07:00:00Z",
+        "SUCCESS",
+        Some("2026-03-03T07:25:00Z"),
+    )
+    .await;
     let mut conn = pool.acquire().await.expect("connection");
     let judged = deadlines::judge(&mut conn, ts("2026-03-05T11:00:00Z"), 100)
         .await
@@ -96,18 +108,30 @@ async fn the_pages_say_when_a_run_is_late_and_by_how_much() {
     assert!(deadline.contains("2026-03-05 07:10:00 UTC"), "{deadline}");
     let late = field(&html, "run-late");
     assert!(late.contains("overdue by 4h 50m, still STARTED"), "{late}");
-    assert!(late.contains("marked <time datetime=\"2026-03-05T11:00:00Z\">"), "{late}");
+    assert!(
+        late.contains("marked <time datetime=\"2026-03-05T11:00:00Z\">"),
+        "{late}"
+    );
     assert!(
         late.contains("STARTED and not final at its deadline 2026-03-05T07:10:00Z"),
         "{late}"
     );
-    assert!(html.contains("<strong>Marked late</strong>"), "the timeline: {html}");
-    assert!(html.contains("status-started\">STARTED<"), "late is not a status: {html}");
+    assert!(
+        html.contains("<strong>Marked late</strong>"),
+        "the timeline: {html}"
+    );
+    assert!(
+        html.contains("status-started\">STARTED<"),
+        "late is not a status: {html}"
+    );
 
     // Ended after its deadline: by how much.
     let html = page(&api, &format!("/ui/fragments/runs/{after}")).await;
     let late = field(&html, "run-late");
-    assert!(late.contains("ended SUCCESS 15m 0s after its deadline"), "{late}");
+    assert!(
+        late.contains("ended SUCCESS 15m 0s after its deadline"),
+        "{late}"
+    );
 
     // A success in time is not late.
     let html = page(&api, &format!("/ui/fragments/runs/{in_time}")).await;
@@ -116,14 +140,25 @@ async fn the_pages_say_when_a_run_is_late_and_by_how_much() {
 
     // The schedule page: its deadline, each next fire time's, and its late runs marked.
     let html = page(&api, "/ui/fragments/schedules/s1").await;
-    assert!(html.contains("<dt>Deadline (s after the tick)</dt><dd>600</dd>"), "{html}");
+    assert!(
+        html.contains("<dt>Deadline (s after the tick)</dt><dd>600</dd>"),
+        "{html}"
+    );
     assert!(html.contains("Must be final by (UTC)"), "{html}");
     assert!(
-        html.contains("2026-03-06 07:10:00 UTC <span class=\"mark deadline\">deadline_s 600</span>"),
+        html.contains(
+            "2026-03-06 07:10:00 UTC <span class=\"mark deadline\">deadline_s 600</span>"
+        ),
         "the next fire time (2026-03-06 07:00) and its deadline: {html}"
     );
     let marks = html.matches("<small class=\"late\"").count();
     assert_eq!(marks, 2, "the two late runs in the run table: {html}");
-    assert!(html.contains("late (overdue by 4h 50m, still STARTED)"), "{html}");
-    assert!(html.contains("late (ended SUCCESS 15m 0s after its deadline)"), "{html}");
+    assert!(
+        html.contains("late (overdue by 4h 50m, still STARTED)"),
+        "{html}"
+    );
+    assert!(
+        html.contains("late (ended SUCCESS 15m 0s after its deadline)"),
+        "{html}"
+    );
 }

@@ -19,7 +19,10 @@ pub(crate) fn by_how_much(run: &Run, now: DateTime<Utc>) -> Option<String> {
             run.status.as_str(),
             span(finished - deadline)
         ),
-        Some(_) => format!("ended {} before its deadline, not SUCCESS", run.status.as_str()),
+        Some(_) => format!(
+            "ended {} before its deadline, not SUCCESS",
+            run.status.as_str()
+        ),
         None if run.status.terminal() => {
             format!("{}: never ran by its deadline", run.status.as_str())
         }

@@ -110,7 +110,11 @@ async fn an_unfinished_run_is_late_once_however_many_sweepers_race() {
 
     // The run is never stopped; once it ends, it is no longer overdue, and still late.
     let run = runs::get(&pool, &key).await.expect("read").expect("run");
-    assert_eq!(run.status.as_str(), "STARTED", "late is a mark, not a status");
+    assert_eq!(
+        run.status.as_str(),
+        "STARTED",
+        "late is a mark, not a status"
+    );
     set(&pool, &key, "SUCCESS", Some("2026-03-01T05:40:00Z")).await;
     let end = ts("2026-03-01T05:41:00Z");
     assert_eq!(one.mark_late(Some(end)).await.expect("sweep"), 0);
@@ -144,9 +148,21 @@ async fn only_a_success_by_the_deadline_is_on_time() {
     let no_deadline = planned(&pool, "no-deadline", None).await;
     set(&pool, &in_time, "SUCCESS", Some("2026-03-01T05:09:00Z")).await;
     // Both ended after the deadline before any sweep saw them.
-    set(&pool, &success_after, "SUCCESS", Some("2026-03-01T05:15:00Z")).await;
+    set(
+        &pool,
+        &success_after,
+        "SUCCESS",
+        Some("2026-03-01T05:15:00Z"),
+    )
+    .await;
     set(&pool, &failed_after, "FAILED", Some("2026-03-01T05:12:00Z")).await;
-    set(&pool, &failed_before, "FAILED", Some("2026-03-01T05:03:00Z")).await;
+    set(
+        &pool,
+        &failed_before,
+        "FAILED",
+        Some("2026-03-01T05:03:00Z"),
+    )
+    .await;
     set(&pool, &skipped, "SKIPPED", Some("2026-03-01T05:00:00Z")).await;
     set(&pool, &no_deadline, "STARTED", None).await;
     let sweeper = sweeper(&pool, &launcher).await;
@@ -171,7 +187,9 @@ async fn only_a_success_by_the_deadline_is_on_time() {
         "ended SUCCESS at 2026-03-01T05:15:00Z, 00:05:00 after its deadline \
          2026-03-01T05:10:00Z"
     );
-    assert!(reason(failed_after).await.starts_with("ended FAILED at 2026-03-01T05:12:00Z"));
+    assert!(reason(failed_after)
+        .await
+        .starts_with("ended FAILED at 2026-03-01T05:12:00Z"));
     assert_eq!(
         reason(failed_before).await,
         "ended FAILED at 2026-03-01T05:03:00Z: not SUCCESS by its deadline 2026-03-01T05:10:00Z"
@@ -193,13 +211,16 @@ async fn only_a_success_by_the_deadline_is_on_time() {
     assert_eq!(counter(&text, m::RUNS_LATE), 5.0, "{text}");
     // Only the never-launched tick is past its deadline and not final.
     assert_eq!(counter(&text, m::RUNS_OVERDUE), 1.0, "{text}");
-    let open: Vec<String> = sqlx::query_scalar(
-        "select schedule_id from schedule_runs where deadline_open order by 1",
-    )
-    .fetch_all(&pool)
-    .await
-    .expect("read");
-    assert_eq!(open, ["never-launched"], "judged runs leave the sweep's index");
+    let open: Vec<String> =
+        sqlx::query_scalar("select schedule_id from schedule_runs where deadline_open order by 1")
+            .fetch_all(&pool)
+            .await
+            .expect("read");
+    assert_eq!(
+        open,
+        ["never-launched"],
+        "judged runs leave the sweep's index"
+    );
 }
 
 #[tokio::test]
@@ -211,7 +232,12 @@ async fn a_backfill_has_no_deadline() {
     upsert(&pool, WRITTEN, schedule).await;
     let registrar = planner_support::registrar(&pool, TICK);
     let done = registrar
-        .backfill("b", ts("2026-03-01T01:00:00Z"), ts("2026-03-01T02:00:00Z"), None)
+        .backfill(
+            "b",
+            ts("2026-03-01T01:00:00Z"),
+            ts("2026-03-01T02:00:00Z"),
+            None,
+        )
         .await
         .expect("backfill");
     assert_eq!(done.created, 2);
