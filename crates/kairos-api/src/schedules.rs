@@ -154,7 +154,15 @@ pub(crate) async fn preview(
     let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
     let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
     if explain {
-        let ticks: Vec<Value> = preview.ticks.into_iter().map(tick_json).collect();
+        let deadline_s = input.deadline_s.and_then(|s| i32::try_from(s).ok());
+        let ticks: Vec<Value> = preview
+            .ticks
+            .into_iter()
+            .map(|tick| {
+                let at = tick.note.at;
+                with_deadline(tick_json(tick), at, deadline_s)
+            })
+            .collect();
         let outside: Vec<Value> = preview
             .outside_window
             .into_iter()
@@ -278,6 +286,7 @@ pub(crate) fn read_preview(body: Value) -> Result<(PreviewInput, bool), ApiError
         rules: rules_input(&mut fields),
         schedule_id: fields.string("schedule_id", false),
         jitter_ms: fields.integer("jitter_ms", false),
+        deadline_s: fields.integer("deadline_s", false),
     };
     let explain = fields.boolean("explain", false).unwrap_or(false);
     bad_request(fields.finish())?;

@@ -187,3 +187,33 @@ async fn late_runs_are_listed_newest_mark_first() {
     let (status, _, _) = call(&api, Method::GET, "/runs?late=true", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn the_preview_explains_each_fire_time_with_its_deadline() {
+    let db = TestDb::new().await;
+    let api = router(db.pool(), NOW);
+    let body = json!({"cron_expr": "0 7 * * *", "timezone": "UTC", "count": 3,
+                      "explain": true, "deadline_s": 900});
+    let (status, _, answer) =
+        call(&api, Method::POST, "/schedules/preview", Some(READER), Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let deadlines: Vec<&str> = answer["ticks"]
+        .as_array()
+        .expect("ticks")
+        .iter()
+        .map(|tick| tick["deadline_at"].as_str().expect("a deadline"))
+        .collect();
+    assert_eq!(
+        deadlines,
+        [
+            "2026-03-06T07:15:00Z",
+            "2026-03-07T07:15:00Z",
+            "2026-03-08T07:15:00Z"
+        ]
+    );
+    let body = json!({"cron_expr": "0 7 * * *", "timezone": "UTC", "deadline_s": 0});
+    let (status, _, answer) =
+        call(&api, Method::POST, "/schedules/preview", Some(READER), Some(body)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["errors"][0]["field"], "deadline_s", "{answer}");
+}
