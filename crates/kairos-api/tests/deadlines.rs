@@ -194,8 +194,14 @@ async fn the_preview_explains_each_fire_time_with_its_deadline() {
     let api = router(db.pool(), NOW);
     let body = json!({"cron_expr": "0 7 * * *", "timezone": "UTC", "count": 3,
                       "explain": true, "deadline_s": 900});
-    let (status, _, answer) =
-        call(&api, Method::POST, "/schedules/preview", Some(READER), Some(body)).await;
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/preview",
+        Some(READER),
+        Some(body),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let deadlines: Vec<&str> = answer["ticks"]
         .as_array()
@@ -212,8 +218,14 @@ async fn the_preview_explains_each_fire_time_with_its_deadline() {
         ]
     );
     let body = json!({"cron_expr": "0 7 * * *", "timezone": "UTC", "deadline_s": 0});
-    let (status, _, answer) =
-        call(&api, Method::POST, "/schedules/preview", Some(READER), Some(body)).await;
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/preview",
+        Some(READER),
+        Some(body),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert_eq!(answer["errors"][0]["field"], "deadline_s", "{answer}");
 }

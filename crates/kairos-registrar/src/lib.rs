@@ -42,11 +42,11 @@ pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
 pub use cursor::RunPage;
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
+pub use input::MAX_DEADLINE_S;
 pub use input::{
     derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
     MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
-pub use input::MAX_DEADLINE_S;
 pub use kairos_core::{Attempt, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats};
 pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,

@@ -58,7 +58,8 @@ pub async fn judge(tx: &mut PgConnection, now: DateTime<Utc>, limit: i64) -> Res
         "with due as ( \
            select idempotency_key, run_at, \
              late_at is null \
-               and not (status = 'SUCCESS' and finished_at <= deadline_at) as newly_late \
+               and not (status = 'SUCCESS' \
+                        and coalesce(finished_at <= deadline_at, false)) as newly_late \
            from schedule_runs \
            where deadline_open and deadline_at <= $1 \
              and (late_at is null or status in {terminal}) \
