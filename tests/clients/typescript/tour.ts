@@ -54,6 +54,9 @@ const RUN_KEYS = allKeys<Run>()(
   "heartbeat_at",
   "dead_lettered_at",
   "parent_key",
+  "deadline_at",
+  "late_at",
+  "late_reason",
 );
 
 /** An answer must hold no field its type does not declare. */
