@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
 
 /// Every metric kairos exports that the artifacts may use (histograms: the base name).
-const METRICS: [&str; 15] = [
+const METRICS: [&str; 17] = [
     "kairos_fire_drift_seconds",
     "kairos_runs_planned_total",
     "kairos_runs_queued_total",
@@ -29,6 +29,8 @@ const METRICS: [&str; 15] = [
     "kairos_run_retries_total",
     "kairos_runs_dead_lettered_total",
     "kairos_runs_republished_total",
+    "kairos_runs_late_total",
+    "kairos_runs_overdue",
 ];
 const HISTOGRAMS: [&str; 1] = ["kairos_fire_drift_seconds"];
 
@@ -245,6 +247,8 @@ fn alert_rules_are_well_formed_and_name_only_kairos_metrics() {
         "kairos_outbox_oldest_seconds",
         "kairos_runs_failed_launch_total",
         "kairos_runs_timed_out_total",
+        "kairos_runs_late_total",
+        "kairos_runs_overdue",
     ] {
         assert!(used.contains(metric), "no alert on {metric}");
     }

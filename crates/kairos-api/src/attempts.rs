@@ -1,6 +1,7 @@
 //! Handlers of a run's attempts: `GET /runs/{key}` (the run and the history of its
-//! attempts), `POST /runs/{key}/retry` (one more attempt of a finished run) and
-//! `GET /dead-letters` (runs whose last attempt failed, newest first).
+//! attempts), `POST /runs/{key}/retry` (one more attempt of a finished run),
+//! `GET /dead-letters` (runs whose last attempt failed, newest first) and `GET /runs?late=true`
+//! (runs not `SUCCESS` by their deadline, newest mark first).
 
 use std::collections::HashMap;
 
@@ -78,6 +79,46 @@ pub(crate) async fn dead_letters(
     };
     query.finish()?;
     let page = state.registrar.dead_letters(&filter).await?;
+    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
+    Ok(Json(
+        json!({ "runs": runs, "next_cursor": page.next_cursor }),
+    ))
+}
+
+/// `GET /runs?late=true&schedule_id=&workflow_id=&limit=&cursor=` → `{runs, next_cursor}`:
+/// late runs, newest mark first. `late` is required and only `true` is known: the
+/// listing is of late runs.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let late_given = params.contains_key("late");
+    let mut query = body::Query::new(params);
+    let late = query.boolean("late");
+    let filter = DeadLetterQuery {
+        schedule_id: query.text("schedule_id"),
+        workflow_id: query.text("workflow_id"),
+        cursor: query.text("cursor"),
+        limit: query.integer("limit", 100),
+    };
+    let late_problem = match late {
+        Some(true) => None,
+        Some(false) => Some("only true is known: GET /runs lists late runs"),
+        None if !late_given => Some("is required (late=true: GET /runs lists late runs)"),
+        // Not true or false: named by the reading above.
+        None => None,
+    };
+    let finished = query.finish();
+    if let Some(detail) = late_problem {
+        let mut problems = match finished {
+            Err(ApiError::BadRequest(problems)) => problems,
+            _ => Vec::new(),
+        };
+        problems.insert(0, kairos_registrar::Problem::new("late", detail));
+        return Err(ApiError::BadRequest(problems));
+    }
+    finished?;
+    let page = state.registrar.late_runs(&filter).await?;
     let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
     Ok(Json(
         json!({ "runs": runs, "next_cursor": page.next_cursor }),

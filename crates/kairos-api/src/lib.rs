@@ -210,6 +210,7 @@ pub fn routes() -> Vec<Route> {
             post(status::report_many),
         ),
         route(Method::GET, "/runs/{key}", Some(Reader), get(attempts::get)),
+        route(Method::GET, "/runs", Some(Reader), get(attempts::list)),
         route(
             Method::POST,
             "/runs/{key}/retry",

@@ -75,12 +75,20 @@ pub(crate) async fn get(
     let explain = query.boolean("explain").unwrap_or(false);
     query.finish()?;
     let view = state.registrar.get(&id).await?;
+    let deadline_s = view.schedule.deadline_s;
     let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
     body.waiting_on = view.waiting_on;
     // A plain struct of strings, numbers and options: serializing it cannot fail.
     let mut answer = json!(body);
     if explain {
-        let explained: Vec<Value> = view.explained.into_iter().map(tick_json).collect();
+        let explained: Vec<Value> = view
+            .explained
+            .into_iter()
+            .map(|tick| {
+                let at = tick.note.at;
+                with_deadline(tick_json(tick), at, deadline_s)
+            })
+            .collect();
         answer["explained_preview"] = json!(explained);
     }
     Ok(Json(answer))
@@ -151,7 +159,15 @@ pub(crate) async fn preview(
     let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
     let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
     if explain {
-        let ticks: Vec<Value> = preview.ticks.into_iter().map(tick_json).collect();
+        let deadline_s = input.deadline_s.and_then(|s| i32::try_from(s).ok());
+        let ticks: Vec<Value> = preview
+            .ticks
+            .into_iter()
+            .map(|tick| {
+                let at = tick.note.at;
+                with_deadline(tick_json(tick), at, deadline_s)
+            })
+            .collect();
         let outside: Vec<Value> = preview
             .outside_window
             .into_iter()
@@ -172,6 +188,20 @@ fn tick_json(tick: TickExplained) -> Value {
     body["fire_at"] = json!(kairos_registrar::rfc3339(tick.fire_at));
     body["jitter_ms"] = json!(tick.jitter.num_milliseconds());
     body
+}
+
+/// An explained tick with the deadline its run will have (`deadline_at`: the tick plus
+/// the schedule's `deadline_s`), when the schedule sets one.
+fn with_deadline(
+    mut tick: Value,
+    at: chrono::DateTime<chrono::Utc>,
+    deadline_s: Option<i32>,
+) -> Value {
+    if let Some(seconds) = deadline_s {
+        let deadline = at + chrono::Duration::seconds(i64::from(seconds));
+        tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));
+    }
+    tick
 }
 
 /// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.
@@ -261,6 +291,7 @@ pub(crate) fn read_preview(body: Value) -> Result<(PreviewInput, bool), ApiError
         rules: rules_input(&mut fields),
         schedule_id: fields.string("schedule_id", false),
         jitter_ms: fields.integer("jitter_ms", false),
+        deadline_s: fields.integer("deadline_s", false),
     };
     let explain = fields.boolean("explain", false).unwrap_or(false);
     bad_request(fields.finish())?;

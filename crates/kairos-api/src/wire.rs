@@ -69,6 +69,8 @@ pub(crate) struct ScheduleBody {
     pub max_runs: Option<i32>,
     /// `max_runs` minus the scheduled runs created so far; `null` without `max_runs`.
     pub remaining_runs: Option<i64>,
+    /// Seconds after its tick by which each planned run must be final; `null`: none.
+    pub deadline_s: Option<i32>,
     pub pause_note: Option<String>,
     pub revision: i64,
     pub created_at: String,
@@ -138,6 +140,7 @@ impl ScheduleBody {
             chain,
             max_runs: s.max_runs,
             remaining_runs,
+            deadline_s: s.deadline_s,
             pause_note: s.pause_note,
             waiting_on: None,
             revision: s.revision,
@@ -232,6 +235,12 @@ pub(crate) struct RunBody {
     pub updated_at: String,
     /// The schedule's revision that produced the run (set once, when it was written).
     pub schedule_revision: Option<i64>,
+    /// By when it must be final; `null`: no deadline.
+    pub deadline_at: Option<String>,
+    /// When it was found late (a mark, not a status); `null`: not late.
+    pub late_at: Option<String>,
+    /// What it did by its deadline, when late.
+    pub late_reason: Option<String>,
 }
 
 impl RunBody {
@@ -263,6 +272,9 @@ impl RunBody {
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
             schedule_revision: r.schedule_revision,
+            deadline_at: time(r.deadline_at),
+            late_at: time(r.late_at),
+            late_reason: r.late_reason,
         }
     }
 }
@@ -335,6 +347,7 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         revision: fields.integer("revision", false),
         rules: rules_input(fields),
         max_runs: fields.integer("max_runs", false),
+        deadline_s: fields.integer("deadline_s", false),
     }
 }
 

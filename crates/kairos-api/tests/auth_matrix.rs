@@ -49,6 +49,7 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("POST", "/runs/k1/retry", Who::Deployer),
     ("POST", "/runs/k1/cancel", Who::Deployer),
     ("GET", "/dead-letters", Who::AnyRole),
+    ("GET", "/runs", Who::AnyRole),
     ("PUT", "/calendars/c1", Who::Deployer),
     ("GET", "/calendars/c1", Who::AnyRole),
     ("DELETE", "/calendars/c1", Who::Deployer),

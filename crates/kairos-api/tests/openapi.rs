@@ -402,7 +402,8 @@ async fn answers_match_their_schemas_field_for_field() {
     let doc = doc();
     let deploy = json!({"dag": {"nodes": [{"id": "a"}]}, "schedules": [{
         "schedule_id": "nightly", "user_id": "u", "cron_expr": "0 7 * * *",
-        "timezone": "Europe/Paris", "exclude": ["2026-03-10"], "roll": "none"}]});
+        "timezone": "Europe/Paris", "exclude": ["2026-03-10"], "roll": "none",
+        "deadline_s": 3600}]});
     let put = "/workflows/report/versions/1";
     let (status, _, answer) = call(&app, Method::PUT, put, Some(DEPLOYER), Some(deploy)).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");

@@ -1,5 +1,5 @@
 //! `kairos schedules list|get|pause|resume|delete|trigger|backfill|history|upsert` and `kairos runs
-//! list|retry|cancel|dead-letters`: admin verbs over the HTTP API, so they obey the same auth
+//! list|retry|cancel|dead-letters|late`: admin verbs over the HTTP API, so they obey the same auth
 //! and validation as every other caller and show exactly what the API answers. Listings print
 //! a table, one thing a field per line (`show.rs`); `--json` prints the answer as it came
 //! (nothing for a change the API answers with no body). A refusal prints the problem's detail
@@ -59,6 +59,21 @@ enum RunsVerb {
     },
     /// Runs whose last attempt failed, newest first (`GET /dead-letters`).
     DeadLetters {
+        /// Only this schedule's.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Only this workflow's.
+        #[arg(long)]
+        workflow: Option<String>,
+        /// The next_cursor of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Page size (1..=1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Runs not SUCCESS by their deadline, newest mark first (`GET /runs?late=true`).
+    Late {
         /// Only this schedule's.
         #[arg(long)]
         schedule: Option<String>,
@@ -281,6 +296,18 @@ fn runs_request(verb: &RunsVerb) -> Request {
             query.extend(workflow.clone().map(|id| ("workflow_id", id)));
             query.extend(cursor.clone().map(|cursor| ("cursor", cursor)));
             (Method::GET, "/dead-letters".to_string(), query, None)
+        }
+        RunsVerb::Late {
+            schedule,
+            workflow,
+            cursor,
+            limit,
+        } => {
+            let mut query = vec![("late", "true".to_string()), ("limit", limit.to_string())];
+            query.extend(schedule.clone().map(|id| ("schedule_id", id)));
+            query.extend(workflow.clone().map(|id| ("workflow_id", id)));
+            query.extend(cursor.clone().map(|cursor| ("cursor", cursor)));
+            (Method::GET, "/runs".to_string(), query, None)
         }
     }
 }

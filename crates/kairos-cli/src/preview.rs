@@ -1,9 +1,9 @@
 //! `kairos preview EXPR --tz ZONE [-n N] [--after RFC3339] [--json] [--exclude E]...
 //! [--calendar-file F]... [--roll R] [--dst-gap G] [--dst-fold F] [--start-at T] [--end-at T]
-//! [--explain [--schedule-id ID --jitter-ms MS]]`: offline evaluation of a spec with the same
-//! core the planner uses, calendar rules included; `--explain` says for each time its wall
-//! time and UTC offset, a DST gap shift or which pass of a repeated hour, a roll, and its
-//! jitter, and which times the window removes. Exit 2 with one line on stderr for bad input.
+//! [--explain [--schedule-id ID --jitter-ms MS --deadline-s S]]`: offline evaluation of a spec
+//! with the same core the planner uses, calendar rules included; `--explain` says for each
+//! time its wall time and UTC offset, a DST gap shift or which pass of a repeated hour, a
+//! roll, its jitter and its run's deadline, and which times the window removes. Exit 2 with one line on stderr for bad input.
 
 mod explain;
 
@@ -61,6 +61,10 @@ pub struct Args {
     /// With `--explain`: the jitter bound in milliseconds (0..=3600000).
     #[arg(long, default_value_t = 0)]
     jitter_ms: u32,
+    /// With `--explain`: the schedule's `deadline_s` (1..=31536000): each time shows by when
+    /// its run must be final.
+    #[arg(long)]
+    deadline_s: Option<u32>,
     /// Window start (RFC 3339): no time before it.
     #[arg(long)]
     start_at: Option<String>,
@@ -116,6 +120,12 @@ fn fire_times(args: &Args) -> Result<Vec<String>, String> {
             kairos_core::MAX_JITTER_MS
         ));
     }
+    let max_deadline = kairos_registrar::MAX_DEADLINE_S.unsigned_abs();
+    if let Some(seconds) = args.deadline_s.filter(|s| !(1..=max_deadline).contains(s)) {
+        return Err(format!(
+            "--deadline-s {seconds} is out of range: must be between 1 and {max_deadline}"
+        ));
+    }
     let timetable = Timetable::new(spec.clone(), zone, after).window(start_at, end_at);
     let timetable = rules(args, &spec, timetable)?;
     if let Some(date) = timetable.unrollable_date(after) {
@@ -130,7 +140,14 @@ fn fire_times(args: &Args) -> Result<Vec<String>, String> {
     }
     let jitter = Some((args.schedule_id.as_str(), args.jitter_ms));
     let mut lines: Vec<String> = ticks
-        .map(|tick| explain::line(&timetable.describe(tick, jitter)))
+        .map(|tick| {
+            let mut line = explain::line(&timetable.describe(tick, jitter));
+            if let Some(seconds) = args.deadline_s {
+                let deadline = tick + chrono::Duration::seconds(i64::from(seconds));
+                line.push_str(&format!("  must be final by {}", text(deadline)));
+            }
+            line
+        })
         .collect();
     lines.extend(
         timetable

@@ -61,11 +61,13 @@ const RUN_COLUMNS: [(&str, &str); 7] = [
 ];
 
 /// `{runs: [...]}` as a table, newest first as the API answered, one run per line; the
-/// reason (or, failing that, the last error) last because it is the longest. "no runs" when
+/// reason (or, failing that, the last error, then why it is late) last because it is the
+/// longest. "no runs" when
 /// the list is empty.
 pub fn runs_table(body: &Value) -> String {
     let runs = body["runs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let cell = |run: &Value, field: &str| match (field, &run[field]) {
+        ("reason", Value::Null) if run["last_error"].is_null() => scalar(&run["late_reason"]),
         ("reason", Value::Null) => scalar(&run["last_error"]),
         (_, value) => scalar(value),
     };

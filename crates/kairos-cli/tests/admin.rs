@@ -1,4 +1,4 @@
-//! `kairos schedules get`, `kairos runs list|dead-letters|retry` against a real `kairos serve` (api and
+//! `kairos schedules get`, `kairos runs list|dead-letters|late|retry` against a real `kairos serve` (api and
 //! retention roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
@@ -74,6 +74,15 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     let key = cells[5];
     let dead = stdout(&kairos(port, &["runs", "dead-letters", "--schedule", "s1"]));
     assert_eq!(dead, "no runs\n");
+    let late = stdout(&kairos(port, &["runs", "late", "--schedule", "s1"]));
+    assert_eq!(late, "no runs\n", "GET /runs?late=true answered");
+    let late = kairos(port, &["runs", "late", "--limit", "0"]);
+    assert!(!late.status.success());
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("limit"),
+        "{}",
+        String::from_utf8_lossy(&late.stderr)
+    );
     let retry = kairos(port, &["runs", "retry", key, "--request-id", "r1"]);
     assert!(!retry.status.success(), "a PENDING run cannot be retried");
     assert!(

@@ -229,3 +229,29 @@ fn explain_shows_jitter_and_the_times_outside_the_window() {
         "2026-03-08T14:00:00Z  outside the window (after end_at)"
     );
 }
+
+#[test]
+fn explain_shows_each_runs_deadline() {
+    let lines = stdout_lines(&preview(&[
+        "0 7 * * *",
+        "--after",
+        "2026-03-08T12:00:00Z",
+        "-n",
+        "2",
+        "--deadline-s",
+        "5400",
+        "--explain",
+    ]));
+    assert_eq!(
+        lines,
+        [
+            "2026-03-09T07:00:00Z  wall 2026-03-09T07:00:00 +00:00  must be final by \
+             2026-03-09T08:30:00Z",
+            "2026-03-10T07:00:00Z  wall 2026-03-10T07:00:00 +00:00  must be final by \
+             2026-03-10T08:30:00Z",
+        ]
+    );
+    let refused = preview(&["0 7 * * *", "--deadline-s", "0", "--explain"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr_line(&refused).contains("--deadline-s 0 is out of range"));
+}

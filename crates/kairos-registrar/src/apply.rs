@@ -132,6 +132,7 @@ fn to_write(checked: &Checked, existing: Option<&Schedule>, created_at: DateTime
         failure: checked.failure.clone(),
         rules: checked.rules.stored.clone(),
         max_runs: checked.max_runs,
+        deadline_s: checked.deadline_s,
         scheduled_runs: existing.map_or(0, |stored| stored.scheduled_runs),
         pause_note: existing.and_then(|stored| stored.pause_note.clone()),
         revision: existing.map_or(0, |stored| stored.revision),

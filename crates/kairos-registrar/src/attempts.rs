@@ -1,8 +1,9 @@
 //! A run's attempts as operators see and steer them: one run with the history of its
 //! attempts (`GET /runs/{key}`), one more attempt of a finished run (`POST
-//! /runs/{key}/retry`, idempotent per request id), and the dead letters (`GET
-//! /dead-letters`).
+//! /runs/{key}/retry`, idempotent per request id), the dead letters (`GET
+//! /dead-letters`) and the late runs (`GET /runs?late=true`).
 
+use chrono::{DateTime, Utc};
 use kairos_core::{Attempt, ChangeKind, FieldChange, Run, Subject};
 use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::runs;
@@ -24,7 +25,8 @@ pub struct RunView {
     pub max_attempts: i32,
 }
 
-/// Filters of [`Registrar::dead_letters`], as the caller gives them.
+/// Filters of [`Registrar::dead_letters`] and [`Registrar::late_runs`], as the caller gives
+/// them.
 #[derive(Debug, Clone, Default)]
 pub struct DeadLetterQuery {
     /// Only this schedule's.
@@ -108,19 +110,7 @@ impl Registrar {
     /// # Errors
     /// [`Error::Invalid`] for a bad limit or cursor; [`Error::Store`].
     pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<RunPage> {
-        check_limit(query.limit)?;
-        // Ids as `GET /schedules` checks them: a NUL or any other character no id has
-        // is a 400 naming the parameter, never a failed query.
-        for (field, value) in [
-            ("schedule_id", &query.schedule_id),
-            ("workflow_id", &query.workflow_id),
-        ] {
-            if let Some(value) = value {
-                kairos_core::validate_id(field, value)
-                    .map_err(|e| Error::invalid(field, e.to_string()))?;
-            }
-        }
-        let before = query.cursor.as_deref().map(cursor::parse).transpose()?;
+        let before = check_listing(query)?;
         let filter = DeadLetterFilter {
             schedule_id: query.schedule_id.clone(),
             workflow_id: query.workflow_id.clone(),
@@ -129,6 +119,42 @@ impl Registrar {
         };
         let runs = attempts::dead_letters(&self.pool, &filter).await?;
         Ok(RunPage::of(runs, query.limit, |run| run.dead_lettered_at))
+    }
+}
+
+/// Checks a listing's limit and ids, and reads its cursor.
+fn check_listing(query: &DeadLetterQuery) -> Result<Option<(DateTime<Utc>, String)>> {
+    check_limit(query.limit)?;
+    // Ids as `GET /schedules` checks them: a NUL or any other character no id has
+    // is a 400 naming the parameter, never a failed query.
+    for (field, value) in [
+        ("schedule_id", &query.schedule_id),
+        ("workflow_id", &query.workflow_id),
+    ] {
+        if let Some(value) = value {
+            kairos_core::validate_id(field, value)
+                .map_err(|e| Error::invalid(field, e.to_string()))?;
+        }
+    }
+    query.cursor.as_deref().map(cursor::parse).transpose()
+}
+
+impl Registrar {
+    /// Late runs (not `SUCCESS` by their deadline), newest mark first; the query's filters
+    /// and cursor are those of [`Registrar::dead_letters`].
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad limit, id or cursor; [`Error::Store`].
+    pub async fn late_runs(&self, query: &DeadLetterQuery) -> Result<RunPage> {
+        let before = check_listing(query)?;
+        let filter = kairos_store::deadlines::LateFilter {
+            schedule_id: query.schedule_id.clone(),
+            workflow_id: query.workflow_id.clone(),
+            before,
+            limit: query.limit + 1,
+        };
+        let runs = kairos_store::deadlines::late_runs(&self.pool, &filter).await?;
+        Ok(RunPage::of(runs, query.limit, |run| run.late_at))
     }
 }
 

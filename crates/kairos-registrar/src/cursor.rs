@@ -1,6 +1,7 @@
-//! The cursors of run listings (`GET /schedules/{id}/runs`, `GET /dead-letters`): the last
-//! run of a page as `<microseconds since the epoch>.<key>`, where the instant is what the
-//! listing orders by (`run_at`, or `dead_lettered_at`). Opaque to callers: they pass a
+//! The cursors of run listings (`GET /schedules/{id}/runs`, `GET /dead-letters`,
+//! `GET /runs?late=true`): the last run of a page as `<microseconds since the epoch>.<key>`,
+//! where the instant is what the listing orders by (`run_at`, `dead_lettered_at`, or
+//! `late_at`). Opaque to callers: they pass a
 //! `next_cursor` back as it came.
 
 use chrono::{DateTime, Utc};

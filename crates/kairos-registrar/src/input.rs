@@ -122,6 +122,8 @@ pub const MAX_POLICY_LEN: usize = 32;
 
 /// Most runs in flight `max_in_flight` may allow.
 pub const MAX_IN_FLIGHT: i64 = 1000;
+/// Longest `deadline_s`: a year, in seconds (the bound the `schedules` table checks too).
+pub const MAX_DEADLINE_S: i32 = 31_536_000;
 
 /// Pushes a problem and answers false when `value` is longer than `max` characters, so the
 /// value is neither parsed nor echoed in an error.
@@ -192,6 +194,9 @@ pub struct ScheduleInput {
     /// At least 1: after this many scheduled runs the schedule is exhausted; absent: no
     /// limit. Manual, backfill and chain runs do not count.
     pub max_runs: Option<i64>,
+    /// `1..=31_536_000` seconds after its tick by which each planned run must be final;
+    /// absent: no deadline.
+    pub deadline_s: Option<i64>,
 }
 
 /// `retry_backoff` as sent.
@@ -226,6 +231,7 @@ pub(crate) struct Checked {
     pub failure: FailurePolicy,
     pub revision: Option<i64>,
     pub max_runs: Option<i32>,
+    pub deadline_s: Option<i32>,
     pub rules: CheckedRules,
     /// The named calendars, once resolved against the store ([`Checked::resolve`]).
     pub calendars: Vec<Arc<NamedCalendar>>,
@@ -401,6 +407,13 @@ pub(crate) fn check_sharing(
         1,
         i32::MAX.into(),
     );
+    let deadline_s = ranged(
+        &mut problems,
+        "deadline_s",
+        input.deadline_s,
+        1,
+        MAX_DEADLINE_S.into(),
+    );
     let failure = failure_policy(&mut problems, input);
     // A name over the bound was refused above and is not echoed again.
     fn short(value: &Option<String>) -> Option<&str> {
@@ -454,6 +467,7 @@ pub(crate) fn check_sharing(
             failure: failure.unwrap_or_default(),
             revision: input.revision,
             max_runs: max_runs.map(narrow),
+            deadline_s: deadline_s.map(narrow),
             rules,
             calendars: Vec::new(),
         }),

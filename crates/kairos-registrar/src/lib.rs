@@ -47,6 +47,7 @@ pub use cursor::RunPage;
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
 pub use history::{HistoryPage, HistoryQuery};
+pub use input::MAX_DEADLINE_S;
 pub use input::{
     derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
     MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,

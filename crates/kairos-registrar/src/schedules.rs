@@ -86,6 +86,8 @@ pub struct PreviewInput {
     pub schedule_id: Option<String>,
     /// Jitter bound, `0..=3_600_000` ms; explained ticks show the offset each run gets.
     pub jitter_ms: Option<i64>,
+    /// `1..=31_536_000` s, as in an upsert: explained ticks show each run's deadline.
+    pub deadline_s: Option<i64>,
 }
 
 /// A preview with what the calendar rules did.
@@ -447,6 +449,15 @@ pub(crate) fn preview_timetable(
                     "{ms} is out of range: must be between 0 and {}",
                     kairos_core::MAX_JITTER_MS
                 ),
+            ));
+        }
+    }
+    if let Some(seconds) = input.deadline_s {
+        let max = i64::from(input::MAX_DEADLINE_S);
+        if !(1..=max).contains(&seconds) {
+            problems.push(Problem::new(
+                "deadline_s",
+                format!("{seconds} is out of range: must be between 1 and {max}"),
             ));
         }
     }

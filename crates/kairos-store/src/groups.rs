@@ -36,3 +36,7 @@ pub(crate) static PLANNED: LazyLock<String> = LazyLock::new(|| list(RunStatus::p
 /// back.
 pub(crate) static REVIVABLE: LazyLock<String> =
     LazyLock::new(|| list(|s| s.planned() || s == RunStatus::Cancelled));
+
+/// Runs nothing moves any more ([`RunStatus::terminal`]): a late run in this set has its
+/// deadline closed (`kairos_store::deadlines`).
+pub(crate) static TERMINAL: LazyLock<String> = LazyLock::new(|| list(RunStatus::terminal));

@@ -16,6 +16,7 @@ pub mod attempts;
 pub mod calendars;
 pub mod cancel;
 pub mod chains;
+pub mod deadlines;
 pub mod dispatch;
 mod groups;
 pub mod history;

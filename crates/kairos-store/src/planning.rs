@@ -112,6 +112,8 @@ impl RunRows {
 
 /// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`) and their own overlap
 /// policy, if any, at their schedule's revision, skipping keys that exist (invariant 1). Returns how many rows were written.
+/// A tick (source `schedule`) of a schedule with `deadline_s` gets its deadline
+/// (`run_at + deadline_s`); a backfill's ticks, planned after the fact, get none.
 /// The conflict target is the primary key `(idempotency_key, run_at)`: a tick key is
 /// sha256 of the schedule and the tick's epoch seconds, so it conflicts exactly when the key
 /// exists. Keys already stored are left out before the insert: `on conflict` waits for the
@@ -134,12 +136,14 @@ pub async fn insert_runs(
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
          source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
-         priority, revision) \
+         priority, revision, deadline_at, deadline_open) \
          select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), \
-           sc.revision \
+           sc.revision, d.at, d.at is not null \
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          left join schedules sc on sc.schedule_id = t.s \
+         cross join lateral (select case when $8 = 'schedule' \
+           then t.r + make_interval(secs => sc.deadline_s) end as at) as d \
          where not exists (select 1 from schedule_runs e \
                            where e.idempotency_key = t.k and e.run_at = t.r) \
          on conflict (idempotency_key, run_at) do nothing",

@@ -17,7 +17,7 @@ pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
     reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
-    parent_key, created_at, updated_at, schedule_revision";
+    parent_key, created_at, updated_at, schedule_revision, deadline_at, late_at, late_reason";
 
 /// A run row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, ti
     retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
     heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
     dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at, \
-    max_in_flight";
+    max_in_flight, deadline_s";
 
 /// One schedule by id.
 ///
@@ -150,7 +150,7 @@ pub async fn insert_many(
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
          heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
          dst_fold, max_queued, max_runs, chain_parent, chain_on, revision, created_at, \
-         updated_at, max_in_flight) \
+         updated_at, max_in_flight, deadline_s) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
@@ -160,8 +160,7 @@ pub async fn insert_many(
          v.chain_parent, v.chain_on, 1, v.created_at, ",
     );
     query.push_bind(now);
-    query.push(", v.max_in_flight");
-    query.push(" from ");
+    query.push(", v.max_in_flight, v.deadline_s from ");
     push_unnest(&mut query, rows);
     query.push(" on conflict (schedule_id) do nothing returning ");
     query.push(COLUMNS);
@@ -208,6 +207,7 @@ pub async fn update_many(
          retry_backoff_max_s = v.retry_backoff_max_s, \
          heartbeat_timeout_s = v.heartbeat_timeout_s, start_timeout_s = v.start_timeout_s, \
          max_queued = v.max_queued, max_in_flight = v.max_in_flight, \
+         deadline_s = v.deadline_s, \
          revision = s.revision + 1, updated_at = ",
     );
     query.push_bind(now);
@@ -298,13 +298,15 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     args.push_unseparated("::timestamptz[]");
     args.push_bind(col(rows, |r| r.max_in_flight));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.deadline_s));
+    args.push_unseparated("::int4[]");
     query.push(
         ") as v(schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
          retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
          exclude, exclude_calendars, roll, dst_gap, dst_fold, max_queued, max_runs, \
-         chain_parent, chain_on, revision, created_at, max_in_flight)",
+         chain_parent, chain_on, revision, created_at, max_in_flight, deadline_s)",
     );
 }
 

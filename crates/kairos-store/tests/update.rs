@@ -35,6 +35,7 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         },
         rules: Default::default(),
         max_runs: None,
+        deadline_s: None,
         scheduled_runs: 0,
         pause_note: None,
         revision,

@@ -23,6 +23,7 @@
 
 mod chart;
 mod history;
+mod late;
 mod list;
 mod params;
 mod run;

@@ -87,6 +87,7 @@ pub async fn run(
             dt { "Publish tries" } dd { (run.attempts) }
             dt { "Reason" } dd #run-reason { (run.reason.as_deref().unwrap_or("—")) }
             dt { "Last error" } dd #run-error { (run.last_error.as_deref().unwrap_or("—")) }
+            (crate::late::fields(run, now))
             dt { "Chain parent" }
             dd #run-parent {
                 @match &run.parent_key {
@@ -179,6 +180,13 @@ fn events(view: &RunView) -> Vec<Event> {
             at,
             what: "Dead-lettered".into(),
             detail: run.last_error.clone(),
+        });
+    }
+    if let Some(at) = run.late_at {
+        events.push(Event {
+            at,
+            what: "Marked late".into(),
+            detail: run.late_reason.clone(),
         });
     }
     events.sort_by_key(|event| event.at);

@@ -253,6 +253,7 @@ pub(crate) fn run_table(
                             @if let Some(at) = run.dead_lettered_at {
                                 br; small.dead { "dead-lettered " (utc(at)) }
                             }
+                            (crate::late::mark(run, now))
                         }
                         td data-label="Attempt" { (run.attempt) }
                         td data-label="Tick" {

@@ -154,6 +154,7 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
                     th scope="col" { "Tick (UTC)" }
                     th scope="col" { "Fires at (UTC, with jitter)" }
                     th scope="col" { "Note" }
+                    @if detail.schedule.deadline_s.is_some() { th scope="col" { "Must be final by (UTC)" } }
                 } }
                 tbody { @for (i, tick) in detail.upcoming.iter().enumerate() {
                     tr {
@@ -162,6 +163,12 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
                         td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
                         td data-label="Fires at" { (fire_cell(tick, jitter)) }
                         td data-label="Note" { (note_cell(tick, zone)) }
+                        @if let Some(seconds) = detail.schedule.deadline_s {
+                            td.deadline data-label="Deadline" {
+                                (utc(tick.at + chrono::Duration::seconds(i64::from(seconds))))
+                                " " span.mark.deadline { "deadline_s " (seconds) }
+                            }
+                        }
                     }
                 } }
             } }
@@ -232,6 +239,10 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         (
             "Max run seconds",
             s.max_run_seconds.map_or("—".into(), |v| v.to_string()),
+        ),
+        (
+            "Deadline (s after the tick)",
+            s.deadline_s.map_or("—".into(), |v| v.to_string()),
         ),
         ("Max attempts", f.max_attempts.to_string()),
         (

@@ -55,6 +55,10 @@ pub const STATUS_BATCH_SIZE: &str = "kairos_status_batch_reports";
 /// dispatcher round that has not committed its publish, or another instance's batch), each
 /// time one is put off.
 pub const STATUS_REPORTS_HELD: &str = "kairos_status_reports_held_total";
+/// Counter: runs the sweep marked late (not `SUCCESS` by their deadline), once per run.
+pub const RUNS_LATE: &str = "kairos_runs_late_total";
+/// Gauge: runs past their deadline and not final now.
+pub const RUNS_OVERDUE: &str = "kairos_runs_overdue";
 /// Gauge, always 1: the running build, by `version`.
 pub const BUILD_INFO: &str = "kairos_build_info";
 
@@ -299,6 +303,11 @@ pub fn describe() {
     );
     describe_histogram!(STATUS_BATCH_SIZE, "Reports per status batch recorded");
     describe_gauge!(BUILD_INFO, "The running kairos build (always 1)");
+    describe_counter!(
+        RUNS_LATE,
+        "Runs marked late: not SUCCESS by run_at + deadline_s"
+    );
+    describe_gauge!(RUNS_OVERDUE, "Runs past their deadline and not final");
 }
 
 /// Sets [`BUILD_INFO`]`{version}` to 1.
@@ -340,6 +349,7 @@ pub fn zero() {
         RUN_RETRIES,
         RUNS_DEAD_LETTERED,
         RUNS_REPUBLISHED,
+        RUNS_LATE,
     ] {
         metrics::counter!(name).increment(0);
     }
@@ -473,4 +483,16 @@ pub async fn refresh_backlog(
     let backlog = kairos_store::outbox::backlog(pool, lookahead.as_secs_f64(), None).await?;
     record_backlog(&backlog);
     Ok(backlog)
+}
+
+/// `n` runs marked late.
+pub fn late(n: u64) {
+    if n > 0 {
+        metrics::counter!(RUNS_LATE).increment(n);
+    }
+}
+
+/// Sets [`RUNS_OVERDUE`].
+pub fn overdue(n: i64) {
+    metrics::gauge!(RUNS_OVERDUE).set(n as f64);
 }

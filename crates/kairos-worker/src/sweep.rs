@@ -7,13 +7,16 @@
 //! 3. lost launches (`republish.rs`): `ENQUEUED` runs no executor started in time are
 //!    published again, or fail as never started;
 //! 4. the oldest `QUEUED` run of every schedule that nothing holds is released;
-//! 5. dead letters (`dead_letters.rs`) not yet in the DLQ stream are published.
+//! 5. dead letters (`dead_letters.rs`) not yet in the DLQ stream are published;
+//! 6. deadlines (`deadlines.rs`): runs not `SUCCESS` by `run_at + deadline_s` are marked
+//!    late (never stopped), and the overdue gauge is set.
 //!
 //! Every step locks the rows it works on (`FOR UPDATE SKIP LOCKED`), so the sweepers of
 //! several instances share the work, and a killed one leaves its rows to the next.
 
 mod cancels;
 mod dead_letters;
+mod deadlines;
 mod republish;
 mod timeouts;
 
@@ -109,6 +112,7 @@ impl<L: RunLauncher> Sweeper<L> {
         self.republish_unstarted().await?;
         let released = self.release_queued().await?;
         self.send_dead_letters().await?;
+        self.mark_late(None).await?;
         Ok((timed_out, released))
     }
 

@@ -55,6 +55,9 @@ const RUN_KEYS = allKeys<Run>()(
   "dead_lettered_at",
   "parent_key",
   "schedule_revision",
+  "deadline_at",
+  "late_at",
+  "late_reason",
 );
 
 /** An answer must hold no field its type does not declare. */

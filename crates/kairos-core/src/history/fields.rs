@@ -74,6 +74,7 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
         max_run_seconds,
         max_queued,
         max_in_flight,
+        deadline_s,
         failure,
         rules,
         max_runs,
@@ -109,6 +110,7 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
         ("max_run_seconds", FieldValue::of(*max_run_seconds)),
         ("max_queued", FieldValue::of(*max_queued)),
         ("max_in_flight", FieldValue::of(*max_in_flight)),
+        ("deadline_s", FieldValue::of(*deadline_s)),
         ("max_attempts", (*max_attempts).into()),
         (
             "retry_intervals_s",

@@ -52,6 +52,14 @@ pub struct Run {
     pub executor_id: Option<String>,
     /// For a chained run (source `chain`): the key of the parent's run that fired it.
     pub parent_key: Option<String>,
+    /// By when it must be final (`run_at` plus its schedule's `deadline_s` when the tick was
+    /// planned); `None`: no deadline.
+    pub deadline_at: Option<DateTime<Utc>>,
+    /// When the sweep found it late (its deadline passed and it had not ended `SUCCESS` by
+    /// then); a mark, not a status.
+    pub late_at: Option<DateTime<Utc>>,
+    /// Why it is late: what it did by its deadline.
+    pub late_reason: Option<String>,
     /// When the row was written.
     pub created_at: DateTime<Utc>,
     /// When the row last changed.

@@ -50,6 +50,9 @@ pub struct Schedule {
     /// Most runs the planner creates for it (`None`: no limit); manual, backfill and chain
     /// runs do not count.
     pub max_runs: Option<i32>,
+    /// Seconds after its tick by which each planned run must be final (`None`: no
+    /// deadline); a run that misses it is marked late.
+    pub deadline_s: Option<i32>,
     /// Runs the planner created so far (what `max_runs` counts).
     pub scheduled_runs: i64,
     /// Why it is paused, as the pausing caller wrote it (`None` while it runs).

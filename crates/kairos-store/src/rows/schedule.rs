@@ -33,6 +33,7 @@ impl<'r> FromRow<'r, PgRow> for ScheduleRow {
             failure: FailureRow::from_row(row)?.0,
             rules: RulesRow::from_row(row)?.0,
             max_runs: row.try_get("max_runs")?,
+            deadline_s: row.try_get("deadline_s")?,
             scheduled_runs: row.try_get("scheduled_runs")?,
             pause_note: row.try_get("pause_note")?,
             revision: row.try_get("revision")?,

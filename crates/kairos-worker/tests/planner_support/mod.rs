@@ -122,6 +122,7 @@ pub async fn insert_bulk(
                 },
                 rules: Default::default(),
                 max_runs: None,
+                deadline_s: None,
                 scheduled_runs: 0,
                 pause_note: None,
                 revision: 0,
