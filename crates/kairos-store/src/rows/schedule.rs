@@ -34,6 +34,8 @@ impl<'r> FromRow<'r, PgRow> for ScheduleRow {
             max_runs: row.try_get("max_runs")?,
             scheduled_runs: row.try_get("scheduled_runs")?,
             pause_note: row.try_get("pause_note")?,
+            paused_until: row.try_get("paused_until")?,
+            paused_by: row.try_get("paused_by")?,
             revision: row.try_get("revision")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
