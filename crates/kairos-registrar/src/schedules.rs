@@ -581,7 +581,7 @@ pub const PAUSE_ENDED_BY: &str = "kairos (pause ended)";
 pub(crate) const ANONYMOUS: &str = "anonymous";
 
 /// A pause or a resume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PauseChange<'a> {
     /// Pause (true) or resume.
     pub paused: bool,
