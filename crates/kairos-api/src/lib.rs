@@ -23,6 +23,7 @@ pub mod openapi;
 mod runs;
 mod schedules;
 mod serve;
+mod skips;
 mod status;
 mod strict;
 mod ui;
@@ -152,6 +153,24 @@ pub fn routes() -> Vec<Route> {
             "/schedules/{id}/backfill",
             Some(Deployer),
             post(runs::backfill),
+        ),
+        route(
+            Method::POST,
+            "/schedules/{id}/skips",
+            Some(Deployer),
+            post(skips::create),
+        ),
+        route(
+            Method::GET,
+            "/schedules/{id}/skips",
+            Some(Reader),
+            get(skips::list),
+        ),
+        route(
+            Method::DELETE,
+            "/schedules/{id}/skips/{run_at}",
+            Some(Deployer),
+            delete(skips::delete),
         ),
         route(
             Method::PUT,
@@ -348,6 +367,9 @@ async fn require_role(State(gate): State<Gate>, request: Request, next: Next) ->
     match gate.auth.authorize(authorization, gate.role) {
         Ok(principal) => {
             access::note_caller(&principal.name);
+            // Handlers that record who wrote (a skip, a pause) read it from here.
+            let mut request = request;
+            request.extensions_mut().insert(principal);
             next.run(request).await
         }
         Err(err) => {

@@ -69,6 +69,10 @@ pub(crate) struct ScheduleBody {
     /// `max_runs` minus the scheduled runs created so far; `null` without `max_runs`.
     pub remaining_runs: Option<i64>,
     pub pause_note: Option<String>,
+    /// When a paused schedule resumes by itself; `null`: not paused, or until resumed.
+    pub paused_until: Option<String>,
+    /// Who paused it; `null` while it runs.
+    pub paused_by: Option<String>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -137,6 +141,8 @@ impl ScheduleBody {
             max_runs: s.max_runs,
             remaining_runs,
             pause_note: s.pause_note,
+            paused_until: time(s.paused_until),
+            paused_by: s.paused_by,
             waiting_on: None,
             revision: s.revision,
             created_at: rfc3339(s.created_at),
