@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{RunKey, RunStatus};
 use kairos_registrar::{Error, PreviewInput};
 use kairos_testkit::{sqlx, TestDb};
+use kairos_worker::retention::{Retention, RetentionConfig};
 use planner_support::{drain, input, planner, registrar, runs_of, ts, upsert};
 
 /// Each run of `schedule_id` as (tick, status, reason), oldest tick first.
@@ -303,15 +304,27 @@ async fn retention_removes_skips_of_old_ticks() {
     let pool = db.pool();
     upsert(&pool, "2026-03-09T10:30:00Z", input("hourly", "0 * * * *")).await;
     let at = registrar(&pool, "2026-03-09T10:30:00Z");
-    for tick in ["2026-03-09T11:00:00Z", "2026-03-20T11:00:00Z"] {
+    for tick in ["2026-03-09T11:00:00Z", "2026-04-20T11:00:00Z"] {
         at.skip("hourly", ts(tick), None, "ops")
             .await
             .expect("skip");
     }
-    let deleted = kairos_store::skips::delete_old(&pool, ts("2026-03-15T00:00:00Z"), 100)
-        .await
-        .expect("delete old skips");
-    assert_eq!(deleted, 1);
+    // A retention pass 40 days on (period 30 days): the skip of the tick older than the
+    // period goes, the other stays.
+    let retention = Retention::new(
+        pool.clone(),
+        RetentionConfig {
+            retention: chrono::Duration::days(30),
+            keep_last: 0,
+            batch_size: 100,
+            max_batches: 1,
+            batch_pause: std::time::Duration::ZERO,
+            interval: std::time::Duration::from_secs(3600),
+            partition_days_ahead: 1,
+            pinned_now: Some(ts("2026-04-18T00:00:00Z")),
+        },
+    );
+    retention.pass().await.expect("retention pass");
     let left: Vec<DateTime<Utc>> = at
         .skips("hourly")
         .await
@@ -319,5 +332,5 @@ async fn retention_removes_skips_of_old_ticks() {
         .iter()
         .map(|s| s.run_at)
         .collect();
-    assert_eq!(left, vec![ts("2026-03-20T11:00:00Z")]);
+    assert_eq!(left, vec![ts("2026-04-20T11:00:00Z")]);
 }
