@@ -34,6 +34,7 @@ pub mod fields;
 pub mod fuzzing;
 mod input;
 mod overview;
+mod pauses;
 mod restage;
 mod rules;
 mod runs;
@@ -55,10 +56,10 @@ pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,
 };
+pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use restage::restage;
 pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use schedules::{
     Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
 };
