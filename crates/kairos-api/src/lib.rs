@@ -24,6 +24,7 @@ pub mod openapi;
 mod runs;
 mod schedules;
 mod serve;
+mod skips;
 mod status;
 mod strict;
 mod ui;
@@ -160,6 +161,24 @@ pub fn routes() -> Vec<Route> {
             "/schedules/{id}/backfill",
             Some(Deployer),
             post(runs::backfill),
+        ),
+        route(
+            Method::POST,
+            "/schedules/{id}/skips",
+            Some(Deployer),
+            post(skips::create),
+        ),
+        route(
+            Method::GET,
+            "/schedules/{id}/skips",
+            Some(Reader),
+            get(skips::list),
+        ),
+        route(
+            Method::DELETE,
+            "/schedules/{id}/skips/{run_at}",
+            Some(Deployer),
+            delete(skips::delete),
         ),
         route(
             Method::PUT,

@@ -8,14 +8,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use chrono::{DateTime, Utc};
 use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
-use kairos_registrar::{PreviewInput, ScheduleInput, LIST_LIMIT_MAX};
+use kairos_registrar::{PauseChange, PreviewInput, ScheduleInput, Skip, LIST_LIMIT_MAX};
 use kairos_store::schedules::ListFilter;
 use serde_json::{json, Value};
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::ApiError;
+use crate::skips::SkipBody;
 use crate::wire::{dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
 use crate::AppState;
 
@@ -39,17 +41,22 @@ pub(crate) async fn upsert(
     Ok(crate::wire::written(upserted.created, location, body))
 }
 
-/// `POST /schedules/pause`: `{schedule_id, paused, note?}` → 204.
+/// `POST /schedules/pause`: `{schedule_id, paused, note?, until?}` → 204.
 pub(crate) async fn pause(
     State(state): State<AppState>,
     Caller(actor): Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let (schedule_id, paused, note) = read_pause(body::json(body, state.max_body_bytes)?)?;
+    let pause = read_pause(body::json(body, state.max_body_bytes)?)?;
+    let change = PauseChange {
+        paused: pause.paused,
+        note: pause.note.as_deref(),
+        until: pause.until,
+    };
     state
         .registrar
-        .acting_as(actor)
-        .set_paused_with_note(&schedule_id, paused, note.as_deref())
+        .acting_as(actor.clone())
+        .pause(&pause.schedule_id, change, &actor.name)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -86,7 +93,7 @@ pub(crate) async fn get(
             .into_iter()
             .map(|tick| {
                 let at = tick.note.at;
-                with_deadline(tick_json(tick), at, deadline_s)
+                with_deadline(skipped_tick_json(tick, &view.skips), at, deadline_s)
             })
             .collect();
         answer["explained_preview"] = json!(explained);
@@ -158,14 +165,19 @@ pub(crate) async fn preview(
         .collect();
     let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
     let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
+    if input.schedule_id.is_some() {
+        let skipped: Vec<SkipBody> = preview.skips.iter().cloned().map(SkipBody::of).collect();
+        answer["skipped"] = json!(skipped);
+    }
     if explain {
         let deadline_s = input.deadline_s.and_then(|s| i32::try_from(s).ok());
+        let skips = &preview.skips;
         let ticks: Vec<Value> = preview
             .ticks
             .into_iter()
             .map(|tick| {
                 let at = tick.note.at;
-                with_deadline(tick_json(tick), at, deadline_s)
+                with_deadline(skipped_tick_json(tick, skips), at, deadline_s)
             })
             .collect();
         let outside: Vec<Value> = preview
@@ -202,6 +214,21 @@ fn with_deadline(
         tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));
     }
     tick
+}
+
+/// [`tick_json`] with `skipped` (`{skipped_by, note, reason}`) when the tick is one of
+/// `skips`: it will not run.
+fn skipped_tick_json(tick: TickExplained, skips: &[Skip]) -> Value {
+    let at = tick.note.at;
+    let mut body = tick_json(tick);
+    if let Some(skip) = skips.iter().find(|skip| skip.run_at == at) {
+        body["skipped"] = json!({
+            "skipped_by": skip.skipped_by,
+            "note": skip.note,
+            "reason": skip.reason(),
+        });
+    }
+    body
 }
 
 /// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.
@@ -265,17 +292,33 @@ pub(crate) fn read_upsert(body: Value) -> Result<ScheduleInput, ApiError> {
     Ok(input)
 }
 
-/// Reads a pause body: `(schedule_id, paused, note)`.
-pub(crate) fn read_pause(body: Value) -> Result<(String, bool, Option<String>), ApiError> {
+/// A pause body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PauseBody {
+    pub schedule_id: String,
+    pub paused: bool,
+    pub note: Option<String>,
+    /// When the pause ends by itself.
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// Reads a pause body: `{schedule_id, paused, note?, until?}`.
+pub(crate) fn read_pause(body: Value) -> Result<PauseBody, ApiError> {
     let mut fields = Fields::new(body, "");
     let schedule_id = fields.string("schedule_id", true);
     let paused = fields.boolean("paused", true);
     let note = fields.string("note", false);
+    let until = fields.time("until", false);
     bad_request(fields.finish())?;
     let (Some(schedule_id), Some(paused)) = (schedule_id, paused) else {
         unreachable!("required fields are present when there is no problem");
     };
-    Ok((schedule_id, paused, note))
+    Ok(PauseBody {
+        schedule_id,
+        paused,
+        note,
+        until,
+    })
 }
 
 /// Reads a preview body: the input and whether to explain every tick.

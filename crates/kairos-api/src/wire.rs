@@ -72,6 +72,10 @@ pub(crate) struct ScheduleBody {
     /// Seconds after its tick by which each planned run must be final; `null`: none.
     pub deadline_s: Option<i32>,
     pub pause_note: Option<String>,
+    /// When a paused schedule resumes by itself; `null`: not paused, or until resumed.
+    pub paused_until: Option<String>,
+    /// Who paused it; `null` while it runs.
+    pub paused_by: Option<String>,
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -142,6 +146,8 @@ impl ScheduleBody {
             remaining_runs,
             deadline_s: s.deadline_s,
             pause_note: s.pause_note,
+            paused_until: time(s.paused_until),
+            paused_by: s.paused_by,
             waiting_on: None,
             revision: s.revision,
             created_at: rfc3339(s.created_at),

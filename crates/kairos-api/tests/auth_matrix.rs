@@ -41,6 +41,13 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ("GET", "/history", Who::AnyRole),
     ("POST", "/schedules/s1/trigger", Who::Deployer),
     ("POST", "/schedules/s1/backfill", Who::Deployer),
+    ("POST", "/schedules/s1/skips", Who::Deployer),
+    ("GET", "/schedules/s1/skips", Who::AnyRole),
+    (
+        "DELETE",
+        "/schedules/s1/skips/2026-03-09T07:00:00Z",
+        Who::Deployer,
+    ),
     ("PUT", "/workflows/wf/versions/1", Who::Deployer),
     ("GET", "/workflows/wf/versions/1", Who::AnyRole),
     ("POST", "/runs/k1/status", Who::Executor),
@@ -82,6 +89,7 @@ fn template(path: &str) -> String {
     for (index, part) in parts.iter().enumerate() {
         out.push(match (parts.get(1).copied(), index, *part) {
             (Some("schedules"), 2, "s1") => "{id}",
+            (Some("schedules"), 4, _) => "{run_at}",
             (Some("ui"), 3 | 4, "s1" | "wf") => "{id}",
             (Some("ui"), 3 | 4, "k1") => "{key}",
             (Some("workflows"), 2, _) => "{id}",

@@ -61,6 +61,7 @@ fn concrete(path: &str) -> String {
         .replace("{version}", "1")
         .replace("{key}", "probe-key")
         .replace("{name}", "probe-calendar")
+        .replace("{run_at}", "2026-03-09T07:00:00Z")
 }
 
 fn operation<'a>(doc: &'a Value, method: &Method, path: &str) -> &'a Value {

@@ -1,6 +1,7 @@
-//! `kairos schedules list|get|pause|resume|delete|trigger|backfill|history|upsert` and `kairos runs
-//! list|retry|cancel|dead-letters|late`: admin verbs over the HTTP API, so they obey the same auth
-//! and validation as every other caller and show exactly what the API answers. Listings print
+//! `kairos schedules list|get|pause|resume|delete|trigger|backfill|history|upsert|skip|skips|unskip`
+//! and `kairos runs list|retry|cancel|dead-letters|late`: admin verbs over the HTTP API, so
+//! they obey the same auth and validation as every other caller and show exactly what the API
+//! answers. Listings print
 //! a table, one thing a field per line (`show.rs`); `--json` prints the answer as it came
 //! (nothing for a change the API answers with no body). A refusal prints the problem's detail
 //! (and each field error) and exits non-zero.
@@ -126,6 +127,33 @@ enum Verb {
         /// resume.
         #[arg(long)]
         note: Option<String>,
+        /// Resume by itself at this time (RFC 3339, in the future), catching up per the
+        /// schedule's catch-up policy as a resume would; without it, until `resume`.
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// Skip one future fire time of a schedule (`POST /schedules/{id}/skips`): its run
+    /// becomes SKIPPED with the reason "skipped by <who>: <note>".
+    Skip {
+        /// The schedule id.
+        id: String,
+        /// The fire time to skip, RFC 3339.
+        run_at: String,
+        /// Why (at most 1,000 characters).
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// List a schedule's skips, past and future (`GET /schedules/{id}/skips`).
+    Skips {
+        /// The schedule id.
+        id: String,
+    },
+    /// Take back a skip before its tick fires (`DELETE /schedules/{id}/skips/{run_at}`).
+    Unskip {
+        /// The schedule id.
+        id: String,
+        /// The skipped fire time, RFC 3339.
+        run_at: String,
     },
     /// Resume a paused schedule (from now on; the paused span is not caught up).
     Resume {
@@ -200,6 +228,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 Verb::Pause { id, .. } => ("paused", id),
                 Verb::Resume { id } => ("resumed", id),
                 Verb::Delete { id } => ("deleted", id),
+                Verb::Unskip { id, .. } => ("skip taken back:", id),
                 _ => ("done", &String::new()),
             };
             println!("{done} {id}");
@@ -222,6 +251,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             print!("{}", crate::show::history_table(&body));
             print_cursor(&body);
         }
+        Verb::Skips { .. } => print!("{}", crate::show::skips_table(&body)),
         _ => println!("{}", crate::show::fields(&body)),
     }
     Ok(())
@@ -377,13 +407,36 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
             vec![],
             None,
         ),
-        Verb::Pause { id, note } => {
+        Verb::Pause { id, note, until } => {
             let mut body = pause(id, true);
             if let Some(note) = note {
                 body["note"] = json!(note);
             }
+            if let Some(until) = until {
+                body["until"] = json!(until);
+            }
             (Method::POST, "/schedules/pause".into(), vec![], Some(body))
         }
+        Verb::Skip { id, run_at, note } => {
+            let mut body = json!({ "run_at": run_at });
+            if let Some(note) = note {
+                body["note"] = json!(note);
+            }
+            let path = format!("/schedules/{}/skips", segment(id));
+            (Method::POST, path, vec![], Some(body))
+        }
+        Verb::Skips { id } => (
+            Method::GET,
+            format!("/schedules/{}/skips", segment(id)),
+            vec![],
+            None,
+        ),
+        Verb::Unskip { id, run_at } => (
+            Method::DELETE,
+            format!("/schedules/{}/skips/{}", segment(id), time_segment(run_at)),
+            vec![],
+            None,
+        ),
         Verb::Resume { id } => (
             Method::POST,
             "/schedules/pause".into(),
@@ -464,6 +517,17 @@ pub(crate) fn segment(id: &str) -> String {
     id.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+/// Percent-encodes a time for a path segment: digits, `-`, `T`, `Z` and `.` stay, so
+/// `2026-03-09T07:00:00Z` reads as itself in the server's log; `:` and `+` are escaped.
+fn time_segment(at: &str) -> String {
+    at.bytes()
+        .map(|b| match b {
+            b'0'..=b'9' | b'-' | b'T' | b'Z' | b'.' => (b as char).to_string(),
             other => format!("%{other:02X}"),
         })
         .collect()

@@ -144,6 +144,21 @@ pub fn history_table(body: &Value) -> String {
     table(rows, &HISTORY_COLUMNS, &cell, "no changes")
 }
 
+/// The columns of [`skips_table`].
+const SKIP_COLUMNS: [(&str, &str); 4] = [
+    ("RUN_AT", "run_at"),
+    ("SKIPPED_BY", "skipped_by"),
+    ("CREATED_AT", "created_at"),
+    ("NOTE", "note"),
+];
+
+/// `{skips: [...]}` as a table, in tick order; "no skips" when there is none.
+pub fn skips_table(body: &Value) -> String {
+    let rows = body["skips"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let cell = |row: &Value, field: &str| scalar(&row[field]);
+    table(rows, &SKIP_COLUMNS, &cell, "no skips")
+}
+
 /// Rows as aligned columns under a header line; `empty` alone when there is no row.
 fn table(
     rows: &[Value],

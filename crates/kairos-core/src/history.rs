@@ -65,13 +65,18 @@ pub enum ChangeKind {
     Cancel,
     /// An operator asked one more attempt of a finished run.
     Retry,
+    /// An operator skipped one future tick of a schedule.
+    Skip,
+    /// An operator took a skip back before its tick.
+    Unskip,
 }
 
 named_enum!(ChangeKind, "kind",
-    "create, update, deploy_sync, pause, resume, delete, trigger, backfill, cancel, retry", {
+    "create, update, deploy_sync, pause, resume, delete, trigger, backfill, cancel, retry, skip, \
+     unskip", {
     Create => "create", Update => "update", DeploySync => "deploy_sync", Pause => "pause",
     Resume => "resume", Delete => "delete", Trigger => "trigger", Backfill => "backfill",
-    Cancel => "cancel", Retry => "retry"
+    Cancel => "cancel", Retry => "retry", Skip => "skip", Unskip => "unskip"
 });
 
 /// What a change was made to. A schedule's change also names its workflow, so that the

@@ -61,6 +61,7 @@ pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_W
 pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
+pub use stored::{skip_reason, Skip};
 pub use stored::{
     Attempt, Calendar, CalendarRules, FailurePolicy, Run, RunFilter, RunRef, Schedule,
     ScheduleStats,

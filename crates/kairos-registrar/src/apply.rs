@@ -135,6 +135,8 @@ fn to_write(checked: &Checked, existing: Option<&Schedule>, created_at: DateTime
         deadline_s: checked.deadline_s,
         scheduled_runs: existing.map_or(0, |stored| stored.scheduled_runs),
         pause_note: existing.and_then(|stored| stored.pause_note.clone()),
+        paused_until: existing.and_then(|stored| stored.paused_until),
+        paused_by: existing.and_then(|stored| stored.paused_by.clone()),
         revision: existing.map_or(0, |stored| stored.revision),
         created_at,
         updated_at: existing.map_or(created_at, |stored| stored.updated_at),

@@ -10,6 +10,9 @@
 //! - [`Registrar::put_calendar`] (re-plans the schedules that use it),
 //!   [`Registrar::get_calendar`], [`Registrar::list_calendars`],
 //!   [`Registrar::delete_calendar`] (refused while in use).
+//! - [`Registrar::pause`] (with a note and an end, `until`, at which a planner resumes it:
+//!   [`resume_ended_pauses`]), [`Registrar::skip`], [`Registrar::skips`] and
+//!   [`Registrar::unskip`] (one occurrence not run, and taken back).
 //! - [`Registrar::trigger`] (run now, keyed on a request id) and [`Registrar::backfill`]
 //!   (a range of ticks with the planner's keys).
 //!
@@ -35,10 +38,12 @@ pub mod fuzzing;
 mod history;
 mod input;
 mod overview;
+mod pauses;
 mod restage;
 mod rules;
 mod runs;
 mod schedules;
+mod skips;
 mod workflows;
 
 pub use attempts::{DeadLetterQuery, RunView};
@@ -52,17 +57,19 @@ pub use input::{
     derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
     MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
-pub use kairos_core::{Attempt, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats};
+pub use kairos_core::{Attempt, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats, Skip};
 pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,
 };
+pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use restage::restage;
 pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{
     Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
 };
+pub use skips::{MAX_SKIP_NOTE_CHARS, SKIPS_LIST_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView, WORKFLOW_VERSIONS_MAX};
 
 use chrono::{DateTime, Utc};

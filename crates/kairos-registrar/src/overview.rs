@@ -49,6 +49,8 @@ pub struct Upcoming {
     pub fire_at: DateTime<Utc>,
     /// The DST rule or roll that placed it, if any.
     pub note: TickNote,
+    /// Its skip, when an operator skipped it (it will not run).
+    pub skip: Option<kairos_core::Skip>,
 }
 
 /// One schedule with everything its page shows.
@@ -118,9 +120,10 @@ impl Registrar {
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
         let jitter = u32::try_from(schedule.jitter_ms).unwrap_or(0);
-        let upcoming = match timetable_of(&mut tx, &schedule).await? {
+        let from = crate::skips::preview_from(&schedule, now);
+        let mut upcoming: Vec<Upcoming> = match timetable_of(&mut tx, &schedule).await? {
             Some(timetable) => {
-                let first = timetable.first_at_or_after(now);
+                let first = timetable.first_at_or_after(from);
                 let rest = first.into_iter().flat_map(|t| timetable.ticks_after(t));
                 first
                     .into_iter()
@@ -130,11 +133,18 @@ impl Registrar {
                         at,
                         fire_at: at + jitter_offset(&RunKey::tick(schedule_id, at), jitter),
                         note: timetable.explain(at),
+                        skip: None,
                     })
                     .collect()
             }
             None => Vec::new(),
         };
+        let ticks: Vec<DateTime<Utc>> = upcoming.iter().map(|tick| tick.at).collect();
+        for skip in crate::skips::among(&mut tx, schedule_id, &ticks).await? {
+            if let Some(tick) = upcoming.iter_mut().find(|tick| tick.at == skip.run_at) {
+                tick.skip = Some(skip);
+            }
+        }
         let stats = stats::for_schedule(&mut *tx, schedule_id, stats::DEFAULT_WINDOW).await?;
         Ok(ScheduleDetail {
             schedule,

@@ -3,7 +3,8 @@
 //! such a run still carries the schedule revision it was planned under. Before the round
 //! publishes it, the round calls [`restage`], which does to it what the write would have
 //! done: cancelled when its schedule is gone or paused or its tick left the timetable, else
-//! kept at the schedule's new revision with the `fire_at` of the current jitter.
+//! kept at the schedule's new revision with the `fire_at` of the current jitter, unless its
+//! tick was skipped meanwhile (`SKIPPED`, with the skip's reason).
 
 use std::collections::HashMap;
 
@@ -11,7 +12,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{jitter_offset, RunKey, RunSource, Schedule};
 use kairos_store::dispatch::Claimed;
 use kairos_store::schedules;
-use kairos_store::{runs, Tx};
+use kairos_store::{runs, skips, Tx};
 
 use crate::apply::RESCHEDULED;
 use crate::error::Result;
@@ -81,6 +82,7 @@ pub async fn restage(
                 .push(run.idempotency_key.clone());
         }
     }
+    skip_kept(tx, left_behind, &mut kept, now).await?;
     let (keys, fire_ats): (Vec<String>, Vec<DateTime<Utc>>) =
         kept.iter().map(|(k, at)| (k.clone(), *at)).unzip();
     runs::keep_planned(&mut **tx, &keys, &fire_ats, now).await?;
@@ -88,4 +90,37 @@ pub async fn restage(
         runs::cancel(&mut **tx, &keys, reason, now).await?;
     }
     Ok(kept)
+}
+
+/// Marks `SKIPPED` the kept tick runs whose tick an operator skipped while the round held
+/// them (the skip could not mark them), and takes them out of `kept`.
+async fn skip_kept(
+    tx: &mut Tx,
+    left_behind: &[Claimed],
+    kept: &mut HashMap<String, DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let ticks: Vec<&Claimed> = left_behind
+        .iter()
+        .filter(|run| run.source == RunSource::Schedule && kept.contains_key(&run.idempotency_key))
+        .collect();
+    let ids: Vec<String> = ticks.iter().map(|run| run.schedule_id.clone()).collect();
+    let run_ats: Vec<DateTime<Utc>> = ticks.iter().map(|run| run.run_at).collect();
+    let found = skips::of_ticks(&mut **tx, &ids, &run_ats).await?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let (mut keys, mut reasons) = (Vec::new(), Vec::new());
+    for run in ticks {
+        let skip = found
+            .iter()
+            .find(|s| s.schedule_id == run.schedule_id && s.run_at == run.run_at);
+        if let Some(skip) = skip {
+            kept.remove(&run.idempotency_key);
+            keys.push(run.idempotency_key.clone());
+            reasons.push(skip.reason());
+        }
+    }
+    skips::mark_runs_skipped(&mut **tx, &keys, &reasons, now).await?;
+    Ok(())
 }

@@ -11,11 +11,12 @@ use kairos_store::timing::Decoder;
 use kairos_core::{ChangeKind, RunStatus};
 use kairos_store::Tx;
 
-use crate::apply::{self, Plan, PlanError, Target};
+use crate::apply::{self, Plan, PlanError};
 use crate::cursor::RunPage;
 use crate::error::{Error, Problem, Result};
 use crate::history;
 use crate::input::{self, check_zone, ScheduleInput, Settings};
+use crate::pauses::{PauseChange, ANONYMOUS};
 use crate::{rules, Registrar};
 
 /// Reason written on runs cancelled by a pause.
@@ -54,6 +55,8 @@ pub struct ScheduleView {
     pub waiting_on: Option<String>,
     /// The preview's times explained (wall time, UTC offset, DST or roll, jitter).
     pub explained: Vec<kairos_core::TickExplained>,
+    /// The skips of the preview's ticks (those ticks will not run).
+    pub skips: Vec<kairos_core::Skip>,
 }
 
 /// One page of [`Registrar::list`].
@@ -103,6 +106,8 @@ pub struct Preview {
     pub ticks: Vec<kairos_core::TickExplained>,
     /// Times the spec has that the `[start_at, end_at]` window removes.
     pub outside_window: Vec<kairos_core::OutsideWindow>,
+    /// The skips of stored schedule `schedule_id` among the fire times (they will not run).
+    pub skips: Vec<kairos_core::Skip>,
 }
 
 impl Registrar {
@@ -167,79 +172,12 @@ impl Registrar {
         paused: bool,
         note: Option<&str>,
     ) -> Result<Schedule> {
-        check_id(schedule_id)?;
-        if let Some(note) = note {
-            let mut problems = Vec::new();
-            if !input::within(&mut problems, "note", note, MAX_PAUSE_NOTE_CHARS) {
-                return Err(Error::Invalid(problems));
-            }
-        }
-        let note = note.filter(|_| paused);
-        let mut tx = Tx::begin(&self.pool).await?;
-        let now = self.now(&mut tx).await?;
-        let stored = store::get(&mut *tx, schedule_id)
-            .await?
-            .ok_or_else(|| not_found(schedule_id))?;
-        if stored.paused == paused
-            && (!paused || note.is_none() || stored.pause_note.as_deref() == note)
-        {
-            return Ok(stored);
-        }
-        let paused_since = store::paused_at(&mut *tx, schedule_id).await?;
-        let timetable = timetable_of(&mut tx, &stored).await?;
-        let exhausted = stored.remaining_runs() == Some(0);
-        let next_run_at = match (&timetable, paused) {
-            (Some(_), false) if exhausted => None,
-            (Some(timetable), false) => timetable.first_at_or_after(now),
-            _ => stored.next_run_at,
-        };
-        let note = note.or(stored.pause_note.as_deref().filter(|_| stored.paused));
-        let written = store::set_paused(
-            &mut *tx,
-            schedule_id,
+        let change = PauseChange {
             paused,
             note,
-            next_run_at,
-            stored.revision,
-            now,
-        )
-        .await?
-        .ok_or_else(|| concurrent(schedule_id))?;
-        let kind = if paused {
-            ChangeKind::Pause
-        } else {
-            ChangeKind::Resume
+            until: None,
         };
-        if let Some(mut change) = self.schedule_change(kind, Some(&stored), Some(&written)) {
-            change.note = note.filter(|_| paused).map(str::to_string);
-            history::record(&mut tx, &[change], now).await?;
-        }
-        let ids = [schedule_id.to_string()];
-        let mut skipped_while_paused = 0;
-        if paused {
-            runs::cancel_unpublished(&mut *tx, &ids, PAUSED, now).await?;
-        } else {
-            if let (Some(since), Some(timetable)) = (paused_since, &timetable) {
-                skipped_while_paused = ticks_between(timetable, since, now);
-            }
-            let target = Target {
-                schedule_id: schedule_id.to_string(),
-                timetable,
-                jitter_ms: u32::try_from(stored.jitter_ms).unwrap_or(0),
-            };
-            apply::reconcile(&mut tx, &[target], now).await?;
-        }
-        tx.commit().await?;
-        if skipped_while_paused > 0 {
-            metrics::counter!("kairos_runs_skipped_total", "reason" => "paused")
-                .increment(skipped_while_paused);
-            tracing::info!(
-                schedule_id,
-                ticks = skipped_while_paused,
-                "ticks skipped while paused"
-            );
-        }
-        Ok(written)
+        self.pause(schedule_id, change, ANONYMOUS).await
     }
 
     /// Deletes a schedule and cancels its unpublished runs; its run history stays.
@@ -275,9 +213,10 @@ impl Registrar {
             .ok_or_else(|| not_found(schedule_id))?;
         let jitter_ms = u32::try_from(schedule.jitter_ms).unwrap_or(0);
         let exhausted = schedule.remaining_runs() == Some(0);
+        let from = crate::skips::preview_from(&schedule, now);
         let (preview, explained) = match timetable_of(&mut conn, &schedule).await? {
             Some(timetable) if !exhausted => {
-                let first = timetable.first_at_or_after(now);
+                let first = timetable.first_at_or_after(from);
                 let rest = first
                     .into_iter()
                     .flat_map(|first| timetable.ticks_after(first));
@@ -294,12 +233,14 @@ impl Registrar {
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
         let waiting_on = crate::chains::waiting_on(&mut conn, &schedule).await?;
+        let skips = crate::skips::among(&mut conn, schedule_id, &preview).await?;
         Ok(ScheduleView {
             schedule,
             preview,
             stats,
             waiting_on,
             explained,
+            skips,
         })
     }
 
@@ -383,12 +324,16 @@ impl Registrar {
         let mut tx = Tx::begin(&self.pool).await?;
         let calendars = rules::load(&mut tx, &names).await?;
         let now = self.now(&mut tx).await?;
-        tx.commit().await?;
         let (timetable, after, count) = preview_timetable(&self.settings, input, &calendars, now)?;
         if let Some(problem) = rules::exclusion_problem(&timetable, after) {
             return Err(Error::Invalid(vec![problem]));
         }
         let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
+        let skips = match &input.schedule_id {
+            Some(id) => crate::skips::among(&mut tx, id, &fire_times).await?,
+            None => Vec::new(),
+        };
+        tx.commit().await?;
         let until = fire_times.last().copied().unwrap_or(after);
         let jitter_ms = input
             .jitter_ms
@@ -401,6 +346,7 @@ impl Registrar {
                 .map(|tick| timetable.describe(*tick, jitter))
                 .collect(),
             outside_window: timetable.outside_window(after, count),
+            skips,
             excluded: timetable.excluded_between(after, until, PREVIEW_MAX as usize),
             notes: fire_times
                 .iter()
@@ -582,19 +528,4 @@ pub(crate) fn concurrent(schedule_id: &str) -> Error {
             "schedule {schedule_id:?} was changed by a concurrent request; read it and retry"
         ),
     }
-}
-
-/// Most ticks counted one by one for a paused span; a longer span reports this many.
-const MAX_PAUSED_TICKS_COUNTED: u64 = 100_000;
-
-/// The ticks in `[from, to)`, counted up to `MAX_PAUSED_TICKS_COUNTED`.
-fn ticks_between(timetable: &Timetable, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
-    let Some(first) = timetable.first_at_or_after(from) else {
-        return 0;
-    };
-    let rest = timetable.ticks_after(first);
-    let within = std::iter::once(first)
-        .chain(rest)
-        .take_while(|tick| *tick < to);
-    within.take(MAX_PAUSED_TICKS_COUNTED as usize).count() as u64
 }

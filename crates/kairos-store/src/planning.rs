@@ -114,6 +114,8 @@ impl RunRows {
 /// policy, if any, at their schedule's revision, skipping keys that exist (invariant 1). Returns how many rows were written.
 /// A tick (source `schedule`) of a schedule with `deadline_s` gets its deadline
 /// (`run_at + deadline_s`); a backfill's ticks, planned after the fact, get none.
+/// A tick of the planner (`source = schedule`) that an operator skipped (`schedule_skips`)
+/// is written `SKIPPED` with the reason [`kairos_core::skip_reason`] gives, never launched.
 /// The conflict target is the primary key `(idempotency_key, run_at)`: a tick key is
 /// sha256 of the schedule and the tick's epoch seconds, so it conflicts exactly when the key
 /// exists. Keys already stored are left out before the insert: `on conflict` waits for the
@@ -136,12 +138,17 @@ pub async fn insert_runs(
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
          source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
-         priority, revision, deadline_at, deadline_open) \
-         select k, s, r, f, 'PENDING', $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), \
-           sc.revision, d.at, d.at is not null \
+         priority, revision, deadline_at, deadline_open, reason, finished_at) \
+         select k, s, r, f, case when sk.run_at is null then 'PENDING' else 'SKIPPED' end, \
+           $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), sc.revision, \
+           d.at, d.at is not null, \
+           'skipped by ' || sk.skipped_by || coalesce(': ' || sk.note, ''), \
+           case when sk.run_at is not null then $9::timestamptz end \
          from unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                      $5::text[], $6::int4[], $7::text[]) as t(k, s, r, f, w, v, u) \
          left join schedules sc on sc.schedule_id = t.s \
+         left join schedule_skips sk on $8 = 'schedule' and sk.schedule_id = t.s \
+           and sk.run_at = t.r \
          cross join lateral (select case when $8 = 'schedule' \
            then t.r + make_interval(secs => sc.deadline_s) end as at) as d \
          where not exists (select 1 from schedule_runs e \

@@ -11,13 +11,14 @@ use crate::rows::ScheduleRow;
 use crate::Result;
 
 /// The columns of [`Schedule`], in order, for `select` and `returning`.
-const COLUMNS: &str = "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
+pub(crate) const COLUMNS: &str =
+    "schedule_id, workflow_id, version, user_id, cron_expr, timezone, \
     start_at, end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, \
     priority, max_run_seconds, max_queued, max_attempts, retry_intervals_s, \
     retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
     heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
     dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at, \
-    max_in_flight, deadline_s";
+    max_in_flight, deadline_s, paused_until, paused_by";
 
 /// One schedule by id.
 ///
@@ -349,34 +350,51 @@ fn prefixed_columns(alias: &str) -> String {
         .join(", ")
 }
 
-/// Sets `paused` (and the `next_run_at` to resume from, and the pause note: kept while
-/// paused, cleared on resume) if the revision is still `revision`. Returns the row written,
-/// or `None` when it changed or vanished meanwhile.
+/// What a pause or resume writes: `note`, `until` and `by` are kept while paused and
+/// cleared on resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PauseWrite<'a> {
+    /// Paused (true) or running.
+    pub paused: bool,
+    /// Why it is paused.
+    pub note: Option<&'a str>,
+    /// When it resumes by itself.
+    pub until: Option<DateTime<Utc>>,
+    /// Who paused it.
+    pub by: Option<&'a str>,
+    /// The tick to plan from (resume) or the one kept (pause).
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+/// Sets `paused` (and the `next_run_at` to resume from, and the pause note, end and author:
+/// kept while paused, cleared on resume) if the revision is still `revision`. Returns the
+/// row written, or `None` when it changed or vanished meanwhile.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
 pub async fn set_paused(
     db: impl PgExecutor<'_>,
     schedule_id: &str,
-    paused: bool,
-    note: Option<&str>,
-    next_run_at: Option<DateTime<Utc>>,
+    write: PauseWrite<'_>,
     revision: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<Schedule>> {
     let sql = format!(
         "update schedules set paused = $2, next_run_at = $3, revision = revision + 1, \
          updated_at = $5, paused_at = case when $2 then coalesce(paused_at, $5) end, \
-         pause_note = case when $2 then $6 end \
+         pause_note = case when $2 then $6 end, paused_until = case when $2 then $7 end, \
+         paused_by = case when $2 then $8 end \
          where schedule_id = $1 and revision = $4 returning {COLUMNS}"
     );
     Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
         .bind(schedule_id)
-        .bind(paused)
-        .bind(next_run_at)
+        .bind(write.paused)
+        .bind(write.next_run_at)
         .bind(revision)
         .bind(now)
-        .bind(note)
+        .bind(write.note)
+        .bind(write.until)
+        .bind(write.by)
         .fetch_optional(db)
         .await?
         .map(Schedule::from))

@@ -31,6 +31,16 @@ impl Tx {
         self.0.commit().await?;
         Ok(())
     }
+
+    /// Rolls back now, releasing the row locks taken at once (a dropped `Tx` rolls back
+    /// only when its connection is next used, holding its locks until then).
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when `ROLLBACK` fails.
+    pub async fn rollback(self) -> Result<()> {
+        self.0.rollback().await?;
+        Ok(())
+    }
 }
 
 impl Deref for Tx {

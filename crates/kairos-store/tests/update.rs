@@ -38,6 +38,8 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         deadline_s: None,
         scheduled_runs: 0,
         pause_note: None,
+        paused_until: None,
+        paused_by: None,
         revision,
         created_at: at("2026-01-01T00:00:00Z"),
         updated_at: at("2026-01-01T00:00:00Z"),

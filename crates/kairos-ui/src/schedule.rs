@@ -54,9 +54,7 @@ pub async fn schedule(
         p.crumbs { a href="/ui" { "← Schedules" } }
         h1 { "Schedule " span #schedule-id { (s.schedule_id) }
             @if s.paused { " " span.badge.paused #paused-badge { "paused" } } }
-        @if let Some(note) = s.pause_note.as_deref().filter(|_| s.paused) {
-            p.pause-note #pause-note-text { "Paused: " (note) }
-        }
+        @if s.paused { (pause_line(s)) }
         (role_note(viewer))
         p.words #spec-words { "Fires " (describe(&s.cron_expr, &s.timezone)) "." }
         @if let Some(why) = detail.stats.why() {
@@ -162,7 +160,7 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
                         @if !utc_zone { td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } } }
                         td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
                         td data-label="Fires at" { (fire_cell(tick, jitter)) }
-                        td data-label="Note" { (note_cell(tick, zone)) }
+                        td data-label="Note" { (note_cell(tick, zone)) (skip_cell(tick)) }
                         @if let Some(seconds) = detail.schedule.deadline_s {
                             td.deadline data-label="Deadline" {
                                 (utc(tick.at + chrono::Duration::seconds(i64::from(seconds))))
@@ -172,6 +170,31 @@ fn upcoming(detail: &ScheduleDetail) -> Markup {
                     }
                 } }
             } }
+        }
+    }
+}
+
+/// "Paused until …, by …, because …": each part only when it is known.
+fn pause_line(s: &Schedule) -> Markup {
+    let zone = &s.timezone;
+    html! {
+        p.pause-note #pause-note-text {
+            "Paused"
+            @if let Some(until) = s.paused_until {
+                " until " time #paused-until datetime=(rfc3339(until)) { (in_zone(until, zone)) }
+            }
+            @if let Some(by) = s.paused_by.as_deref() { ", by " span #paused-by { (by) } }
+            @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (note) } }
+            "."
+        }
+    }
+}
+
+/// A skipped tick: "skipped by <who>: <note>" (it will not run).
+fn skip_cell(tick: &Upcoming) -> Markup {
+    html! {
+        @if let Some(skip) = &tick.skip {
+            span.mark.skipped data-skipped=(rfc3339(skip.run_at)) { (skip.reason()) }
         }
     }
 }
@@ -226,6 +249,8 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         ("Next tick to plan", opt(s.next_run_at)),
         ("Paused", s.paused.to_string()),
         ("Pause note", s.pause_note.clone().unwrap_or_default()),
+        ("Paused until", opt(s.paused_until)),
+        ("Paused by", s.paused_by.clone().unwrap_or_default()),
         (
             "Runs left",
             s.remaining_runs()

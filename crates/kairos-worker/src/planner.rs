@@ -8,6 +8,9 @@
 //! statement, then commit. A planner killed anywhere before the commit leaves nothing behind
 //! and releases its locks; the next pass plans the same ticks with the same keys.
 //!
+//! A schedule paused until a time (`paused_until`) that has come is resumed at the start of
+//! a pass, in its transaction, by the registrar's resume (`resume_ended_pauses`).
+//!
 //! Time: "now" is only ever the database's (`kairos_store::now`, or the pinned value in
 //! tests), invariant 3. The only use of the instance's clock is the *length* of the sleep
 //! between passes (a monotonic duration), which can make a pass earlier or later but never
@@ -67,6 +70,9 @@ pub enum Error {
     /// The database failed; the pass's transaction was rolled back.
     #[error("planner store call failed")]
     Store(#[from] kairos_store::Error),
+    /// Resuming a schedule whose pause ended failed; the pass was rolled back.
+    #[error("resuming a schedule whose pause ended failed")]
+    Resume(#[from] kairos_registrar::Error),
 }
 
 /// Result of planner calls.
@@ -156,10 +162,14 @@ impl Planner {
         let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, self.config.pinned_now).await?;
         let limit = i64::from(self.config.batch_size);
+        // Pauses that have ended resume first, in this transaction, so this pass's claim
+        // already plans them (from their `paused_until`, with their catch-up policy).
+        let resumed = kairos_registrar::resume_ended_pauses(&mut tx, now, limit).await?;
         let due = planning::claim_due(&mut tx, now + self.config.lookahead, limit).await?;
         crash_point("planner_after_claim");
         if due.is_empty() {
             tx.commit().await?;
+            resumed.iter().for_each(kairos_registrar::Resumed::record);
             return Ok(PassReport::empty(now));
         }
         // The calendars the whole batch names, in one statement (O(batch), not per schedule).
@@ -180,6 +190,7 @@ impl Planner {
         }
         crash_point("planner_before_commit");
         tx.commit().await?;
+        resumed.iter().for_each(kairos_registrar::Resumed::record);
         let report = PassReport {
             now,
             claimed: due.len(),
@@ -215,17 +226,19 @@ impl Planner {
     }
 
     /// How long until the earliest schedule is due (`next_run_at - lookahead - now`, all
-    /// database times), clamped to `[tick / 4, tick]`. The floor keeps a planner from
+    /// database times) or the earliest pause ends, clamped to `[tick / 4, tick]`. The floor keeps a planner from
     /// spinning on schedules another planner holds locked.
     async fn idle_for(&self) -> Result<StdDuration> {
         let now = kairos_store::now(&self.pool, self.config.pinned_now).await?;
         let floor = self.config.tick / 4;
-        let Some(earliest) = planning::earliest_next_run(&self.pool).await? else {
-            return Ok(self.config.tick);
+        let next_run = planning::earliest_next_run(&self.pool).await?;
+        let pause_end = kairos_store::pauses::earliest_pause_end(&self.pool).await?;
+        let earliest = match (next_run.map(|at| at - self.config.lookahead), pause_end) {
+            (Some(due), Some(end)) => due.min(end),
+            (Some(at), None) | (None, Some(at)) => at,
+            (None, None) => return Ok(self.config.tick),
         };
-        let until_due = (earliest - self.config.lookahead - now)
-            .to_std()
-            .unwrap_or(StdDuration::ZERO);
+        let until_due = (earliest - now).to_std().unwrap_or(StdDuration::ZERO);
         Ok(until_due.clamp(floor, self.config.tick))
     }
 }

@@ -226,6 +226,13 @@ impl Retention {
             }
             report.more = report.batches == self.config.max_batches;
         }
+        // Skips of ticks older than the period: the record of why those ticks did not run
+        // goes with their runs. One statement of at most one batch per pass.
+        let limit = i64::from(rule.limit);
+        let skips = kairos_store::skips::delete_old(&self.pool, rule.older_than, limit).await?;
+        if skips > 0 {
+            tracing::info!(deleted = skips, older_than = %rule.older_than, "old skips deleted");
+        }
         if report.deleted > 0 {
             tracing::info!(
                 deleted = report.deleted,

@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use crate::{CalendarRules, CatchupPolicy, FailurePolicy, OverlapPolicy};
 
 /// A schedule, as read back and as written: the store's `insert_many` and `update_many` set
-/// every field but `scheduled_runs` (the planner's count), `pause_note` (set by pausing)
+/// every field but `scheduled_runs` (the planner's count), `pause_note`, `paused_until`
+/// and `paused_by` (set by pausing)
 /// and `updated_at` (now); an insert starts `revision` at 1, an update expects the one given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
@@ -57,6 +58,10 @@ pub struct Schedule {
     pub scheduled_runs: i64,
     /// Why it is paused, as the pausing caller wrote it (`None` while it runs).
     pub pause_note: Option<String>,
+    /// When a paused schedule resumes by itself (`None`: not paused, or until resumed).
+    pub paused_until: Option<DateTime<Utc>>,
+    /// Who paused it (`None` while it runs).
+    pub paused_by: Option<String>,
     /// Optimistic-concurrency counter, incremented by every write.
     pub revision: i64,
     /// When the row was first written (the `@every` anchor when no `start_at`).

@@ -36,6 +36,8 @@ impl<'r> FromRow<'r, PgRow> for ScheduleRow {
             deadline_s: row.try_get("deadline_s")?,
             scheduled_runs: row.try_get("scheduled_runs")?,
             pause_note: row.try_get("pause_note")?,
+            paused_until: row.try_get("paused_until")?,
+            paused_by: row.try_get("paused_by")?,
             revision: row.try_get("revision")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,

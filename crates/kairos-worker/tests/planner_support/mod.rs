@@ -125,6 +125,8 @@ pub async fn insert_bulk(
                 deadline_s: None,
                 scheduled_runs: 0,
                 pause_note: None,
+                paused_until: None,
+                paused_by: None,
                 revision: 0,
                 created_at,
                 updated_at: created_at,
