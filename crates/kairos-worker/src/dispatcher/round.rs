@@ -118,6 +118,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             }
         }
         tx.commit().await?;
+        crash_point("dispatcher_after_commit");
         let mut round = Round::tally(claimed_n - withdrawn, &outcomes, &skips, drift);
         round.claimed = claimed_n;
         round.cancels = cancels;
