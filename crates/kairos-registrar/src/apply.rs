@@ -91,7 +91,12 @@ pub(crate) fn plan(
     if write == *stored {
         return Ok(Plan::Unchanged(stored.clone()));
     }
-    let retime = timing || stored.jitter_ms != write.jitter_ms;
+    // What a run launches is copied into it when it is planned: a new workflow, version or
+    // user must reach the runs planned ahead too, or they would launch the old one.
+    let launch = stored.workflow_id != write.workflow_id
+        || stored.version != write.version
+        || stored.user_id != write.user_id;
+    let retime = timing || stored.jitter_ms != write.jitter_ms || launch;
     let reprioritize = stored.priority != write.priority;
     Ok(Plan::Changed {
         write,
@@ -238,7 +243,8 @@ fn target(write: &Schedule, timetable: &Timetable) -> Target {
 /// Brings the never-published planned runs with a tick at or after `now` in line with each
 /// target's timetable: a run whose tick is still a tick is kept (and a cancelled one comes
 /// back, since its key is the tick's key and the planner could never write it again) with
-/// `fire_at` recomputed from the current jitter; any other is cancelled.
+/// `fire_at` recomputed from the current jitter and the schedule's current workflow,
+/// version and user; any other is cancelled.
 ///
 /// # Errors
 /// [`Error::Store`].
@@ -267,6 +273,7 @@ pub(crate) async fn reconcile(conn: &mut Tx, targets: &[Target], now: DateTime<U
         }
     }
     runs::keep_planned(&mut **conn, &keep_keys, &keep_fire_ats, now).await?;
+    runs::follow_schedule(&mut **conn, &keep_keys).await?;
     runs::cancel(&mut **conn, &cancel_keys, RESCHEDULED, now).await?;
     Ok(())
 }

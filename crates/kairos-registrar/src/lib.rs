@@ -63,7 +63,7 @@ pub use overview::{
     LIST_STATS_WINDOW,
 };
 pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
-pub use restage::restage;
+pub use restage::{restage, Kept};
 pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{

@@ -3,8 +3,9 @@
 //! such a run still carries the schedule revision it was planned under. Before the round
 //! publishes it, the round calls [`restage`], which does to it what the write would have
 //! done: cancelled when its schedule is gone or paused or its tick left the timetable, else
-//! kept at the schedule's new revision with the `fire_at` of the current jitter, unless its
-//! tick was skipped meanwhile (`SKIPPED`, with the skip's reason).
+//! kept at the schedule's new revision with the `fire_at` of the current jitter and the
+//! workflow, version and user the schedule launches now, unless its tick was skipped
+//! meanwhile (`SKIPPED`, with the skip's reason).
 
 use std::collections::HashMap;
 
@@ -19,10 +20,23 @@ use crate::error::Result;
 use crate::rules;
 use crate::schedules::{timetable_with, DELETED, PAUSED};
 
+/// A run [`restage`] kept: when it fires and what it launches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// Its `fire_at`.
+    pub fire_at: DateTime<Utc>,
+    /// The workflow it launches.
+    pub workflow_id: String,
+    /// That workflow's version.
+    pub version: i32,
+    /// The user it launches as.
+    pub user_id: String,
+}
+
 /// Brings `left_behind` (runs this transaction holds, whose schedule changed since they
-/// were checked) in line with their schedules as they are now. Returns the `fire_at` of
-/// each run kept; a run not in the answer was cancelled. A tick before the schedule's last
-/// write (`updated_at`) is kept as it was, as that write would have kept it.
+/// were checked) in line with their schedules as they are now. Answers each run kept, by
+/// key; a run not in the answer was cancelled. A tick before the schedule's last write
+/// (`updated_at`) is kept as it was, as that write would have kept it.
 ///
 /// # Errors
 /// [`crate::Error::Store`].
@@ -30,7 +44,7 @@ pub async fn restage(
     tx: &mut Tx,
     left_behind: &[Claimed],
     now: DateTime<Utc>,
-) -> Result<HashMap<String, DateTime<Utc>>> {
+) -> Result<HashMap<String, Kept>> {
     if left_behind.is_empty() {
         return Ok(HashMap::new());
     }
@@ -49,7 +63,8 @@ pub async fn restage(
     names.sort();
     names.dedup();
     let calendars = rules::load(tx, &names).await?;
-    let mut kept: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut kept: HashMap<String, Kept> = HashMap::new();
+    let mut following = Vec::new();
     let mut cancelled: HashMap<&str, Vec<String>> = HashMap::new();
     for run in left_behind {
         let key = run.idempotency_key.clone();
@@ -59,7 +74,13 @@ pub async fn restage(
             Some(schedule)
                 if run.source != RunSource::Schedule || run.run_at < schedule.updated_at =>
             {
-                kept.insert(key, run.fire_at);
+                let as_it_was = Kept {
+                    fire_at: run.fire_at,
+                    workflow_id: run.workflow_id.clone(),
+                    version: run.version,
+                    user_id: run.user_id.clone(),
+                };
+                kept.insert(key, as_it_was);
                 None
             }
             Some(schedule) => {
@@ -68,7 +89,14 @@ pub async fn restage(
                 if still_a_tick {
                     let jitter = u32::try_from(schedule.jitter_ms).unwrap_or(0);
                     let tick = RunKey::tick(&run.schedule_id, run.run_at);
-                    kept.insert(key, run.run_at + jitter_offset(&tick, jitter));
+                    let current = Kept {
+                        fire_at: run.run_at + jitter_offset(&tick, jitter),
+                        workflow_id: schedule.workflow_id.clone(),
+                        version: schedule.version,
+                        user_id: schedule.user_id.clone(),
+                    };
+                    kept.insert(key.clone(), current);
+                    following.push(key);
                     None
                 } else {
                     Some(RESCHEDULED)
@@ -83,9 +111,11 @@ pub async fn restage(
         }
     }
     skip_kept(tx, left_behind, &mut kept, now).await?;
+    following.retain(|key| kept.contains_key(key));
     let (keys, fire_ats): (Vec<String>, Vec<DateTime<Utc>>) =
-        kept.iter().map(|(k, at)| (k.clone(), *at)).unzip();
+        kept.iter().map(|(k, run)| (k.clone(), run.fire_at)).unzip();
     runs::keep_planned(&mut **tx, &keys, &fire_ats, now).await?;
+    runs::follow_schedule(&mut **tx, &following).await?;
     for (reason, keys) in cancelled {
         runs::cancel(&mut **tx, &keys, reason, now).await?;
     }
@@ -97,7 +127,7 @@ pub async fn restage(
 async fn skip_kept(
     tx: &mut Tx,
     left_behind: &[Claimed],
-    kept: &mut HashMap<String, DateTime<Utc>>,
+    kept: &mut HashMap<String, Kept>,
     now: DateTime<Utc>,
 ) -> Result<()> {
     let ticks: Vec<&Claimed> = left_behind

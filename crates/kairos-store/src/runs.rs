@@ -275,6 +275,32 @@ pub async fn keep_planned(
     Ok(done.rows_affected())
 }
 
+/// Points the given never-published planned runs (source `schedule`) at what their
+/// schedule launches now: its `workflow_id`, `version` and `user_id`. A deploy of version
+/// N+1 thereby reaches the runs planned ahead under version N, so no tick after the deploy
+/// launches N. Returns how many rows changed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn follow_schedule(db: impl PgExecutor<'_>, keys: &[String]) -> Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "update schedule_runs as r set workflow_id = s.workflow_id, version = s.version, \
+           user_id = s.user_id \
+         from schedules s \
+         where r.idempotency_key = any($1) and s.schedule_id = r.schedule_id \
+           and r.source = 'schedule' and r.published_at is null \
+           and (r.workflow_id, r.version, r.user_id) \
+             is distinct from (s.workflow_id, s.version, s.user_id)",
+    )
+    .bind(keys)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// Cancels the given runs if they are still unpublished. Returns how many changed.
 ///
 /// # Errors

@@ -33,6 +33,20 @@ impl Dags {
         ))
     }
 
+    /// Adds the DAGs of the versions `runs` name that are not loaded yet (a run a round
+    /// restaged may launch a version deployed after the claim), in one statement.
+    pub(crate) async fn load_missing(&mut self, tx: &mut Tx, runs: &[Claimed]) -> Result<()> {
+        let missing: Vec<Claimed> = runs
+            .iter()
+            .filter(|run| self.get(run).is_none())
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            self.0.extend(Dags::load(tx, &missing).await?.0);
+        }
+        Ok(())
+    }
+
     /// The DAG `run` launches, if its version is stored.
     pub(crate) fn get(&self, run: &Claimed) -> Option<&Arc<serde_json::Value>> {
         self.0.get(&(run.workflow_id.clone(), run.version))

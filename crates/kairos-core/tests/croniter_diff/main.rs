@@ -15,6 +15,8 @@
 //! croniter's DST policy and checking that every instant that changed is at a transition
 //! of the zone); anything else fails the test with the expression, zone and both series.
 //!
+//! `cronie.rs` compares the 5-field expressions with cronie's matching rules as well.
+//!
 //! Runs: `cargo test -p kairos-core --test croniter_diff` (1,000 expressions × 4 zones);
 //! `KAIROS_CRON_DIFF_FULL=1` for 10,000 × 5 zones; `scripts/cron-diff [--full]` installs
 //! croniter first and prints the summary. Without python3 or croniter the test fails.
@@ -27,6 +29,7 @@ use kairos_core::parse_zone;
 
 mod cases;
 mod classify;
+mod cronie;
 mod generate;
 mod rule;
 

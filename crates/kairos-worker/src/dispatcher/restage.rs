@@ -1,8 +1,8 @@
 //! Before a wave is decided: its `PENDING` runs whose schedule was written while this round
 //! held them (the write skipped them, `kairos_store::runs::future_planned`) are brought in
 //! line with the schedule as it is now (`kairos_registrar::restage`). A cancelled one leaves
-//! the round; a kept one goes out with this wave, or with a later one if its new `fire_at`
-//! (another jitter) is still to come.
+//! the round; a kept one goes out, launching what its schedule launches now, with this
+//! wave, or with a later one if its new `fire_at` (another jitter) is still to come.
 
 use std::collections::HashSet;
 
@@ -50,7 +50,7 @@ pub(super) async fn restage(
     let kept = kairos_registrar::restage(tx, &behind, now).await?;
     let mut withdrawn = 0;
     for mut run in behind {
-        let Some(fire_at) = kept.get(&run.idempotency_key) else {
+        let Some(current) = kept.get(&run.idempotency_key) else {
             tracing::info!(
                 key = %run.idempotency_key,
                 trace_id = %crate::trace_of(&run.idempotency_key),
@@ -60,7 +60,10 @@ pub(super) async fn restage(
             withdrawn += 1;
             continue;
         };
-        run.fire_at = *fire_at;
+        run.fire_at = current.fire_at;
+        run.workflow_id.clone_from(&current.workflow_id);
+        run.version = current.version;
+        run.user_id.clone_from(&current.user_id);
         run.revision = revision(&run);
         run.schedule_revision = run.revision;
         if run.fire_at <= now {

@@ -83,13 +83,21 @@ impl<L: RunLauncher> Dispatcher<L> {
             return Ok(Round::default());
         };
         let claimed_n = claimed.len();
-        let dags = Dags::load(&mut tx, &claimed).await?;
+        let mut dags = Dags::load(&mut tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
         let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
         let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
         while let Some(wave) = release.next_wave(&mut waiting).await {
             let (wave, gone) = restage(&mut tx, wave, &mut waiting, seen, release.now()).await?;
             withdrawn += gone;
+            // A restaged run launches what its schedule launches now: maybe a version
+            // deployed after the claim, whose DAG is loaded here (or which fails the run).
+            dags.load_missing(&mut tx, &wave).await?;
+            let (wave, unlaunchable) = triage(wave, &dags);
+            if !unlaunchable.is_empty() {
+                dispatch::record(&mut tx, &unlaunchable, span, release.now()).await?;
+                outcomes.extend(unlaunchable);
+            }
             if wave.is_empty() {
                 continue;
             }
@@ -110,6 +118,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             }
         }
         tx.commit().await?;
+        crash_point("dispatcher_after_commit");
         let mut round = Round::tally(claimed_n - withdrawn, &outcomes, &skips, drift);
         round.claimed = claimed_n;
         round.cancels = cancels;
