@@ -112,6 +112,38 @@ async fn a_skip_is_recorded_with_who_listed_previewed_and_taken_back() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+
+    // The skip and its taking back are in the history of changes, by the caller.
+    let (status, _, history) = call(
+        &api,
+        Method::GET,
+        "/schedules/hourly/history",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{history}");
+    let entries = history["history"].as_array().expect("history");
+    let of = |kind: &str| {
+        entries
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let (skipped, unskipped) = (of("skip"), of("unskip"));
+    assert_eq!((skipped.len(), unskipped.len()), (1, 1), "{history}");
+    assert_eq!(skipped[0]["actor"], "compiler");
+    assert_eq!(skipped[0]["note"], "vendor freeze");
+    assert_eq!(
+        skipped[0]["changes"],
+        json!([{"field": "skipped_tick", "old": null, "new": "2026-03-09T12:00:00Z"}])
+    );
+    assert_eq!(unskipped[0]["actor"], "compiler");
+    assert_eq!(
+        unskipped[0]["changes"],
+        json!([{"field": "skipped_tick", "old": "2026-03-09T12:00:00Z", "new": null}])
+    );
 }
 
 #[tokio::test]
