@@ -215,24 +215,7 @@ async fn overlap_policies_and_max_queued_are_checked_and_stored() {
     let pool = db.pool();
     let router = router(pool.clone(), NOW);
     deploy_workflow(&router, "report", 3).await;
-    let upsert = |changes: Value| {
-        let mut body = seed_body();
-        for (field, value) in changes.as_object().expect("object") {
-            body[field] = value.clone();
-        }
-        let router = router.clone();
-        async move {
-            let (status, _, answer) = call(
-                &router,
-                Method::POST,
-                "/schedules/upsert",
-                Some(DEPLOYER),
-                Some(body),
-            )
-            .await;
-            (status, answer)
-        }
-    };
+    let upsert = |changes: Value| upsert_changed(router.clone(), changes);
     for (changes, field) in [
         (
             json!({"overlap_policy": "queue", "max_queued": 0}),
@@ -293,24 +276,7 @@ async fn max_in_flight_is_checked_by_its_rule_and_stored() {
     let pool = db.pool();
     let router = router(pool.clone(), NOW);
     deploy_workflow(&router, "report", 3).await;
-    let upsert = |changes: Value| {
-        let mut body = seed_body();
-        for (field, value) in changes.as_object().expect("object") {
-            body[field] = value.clone();
-        }
-        let router = router.clone();
-        async move {
-            let (status, _, answer) = call(
-                &router,
-                Method::POST,
-                "/schedules/upsert",
-                Some(DEPLOYER),
-                Some(body),
-            )
-            .await;
-            (status, answer)
-        }
-    };
+    let upsert = |changes: Value| upsert_changed(router.clone(), changes);
     for (changes, rule) in [
         (
             json!({"overlap_policy": "skip", "max_in_flight": 0}),
@@ -357,4 +323,21 @@ async fn max_in_flight_is_checked_by_its_rule_and_stored() {
         .await;
         assert_eq!(got["max_in_flight"], max_in_flight, "{got}");
     }
+}
+
+/// `POST /schedules/upsert` of the seed body with `changes` over it: the status and answer.
+async fn upsert_changed(router: axum::Router, changes: Value) -> (StatusCode, Value) {
+    let mut body = seed_body();
+    for (field, value) in changes.as_object().expect("object") {
+        body[field] = value.clone();
+    }
+    let (status, _, answer) = call(
+        &router,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
+    (status, answer)
 }

@@ -5,27 +5,7 @@
 
 mod support;
 
-use std::process::{Command, Output};
-
-use support::{http, Served};
-
-fn kairos(port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kairos"))
-        .args(args)
-        .env("KAIROS_URL", format!("http://127.0.0.1:{port}"))
-        .env_remove("KAIROS_TOKEN")
-        .output()
-        .expect("run kairos")
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).expect("utf-8")
-}
+use support::{http, kairos, stdout, Served};
 
 #[test]
 fn schedules_history_shows_who_changed_what_and_why() {

@@ -4,18 +4,7 @@
 
 mod support;
 
-use std::process::{Command, Output};
-
-use support::{http, Served};
-
-fn kairos(port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kairos"))
-        .args(args)
-        .env("KAIROS_URL", format!("http://127.0.0.1:{port}"))
-        .env_remove("KAIROS_TOKEN")
-        .output()
-        .expect("run kairos")
-}
+use support::{http, kairos, Served};
 
 #[test]
 fn runs_cancel_cancels_through_the_api() {

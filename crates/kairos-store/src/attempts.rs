@@ -287,42 +287,14 @@ async fn lock(tx: &mut PgConnection, key: &str) -> Result<Option<Run>> {
 }
 
 /// Filters of [`dead_letters`].
-#[derive(Debug, Clone, Default)]
-pub struct DeadLetterFilter {
-    /// Only this schedule's.
-    pub schedule_id: Option<String>,
-    /// Only this workflow's.
-    pub workflow_id: Option<String>,
-    /// Only those dead-lettered before this one (the cursor: `dead_lettered_at`, then key).
-    pub before: Option<(DateTime<Utc>, String)>,
-    /// Page size.
-    pub limit: i64,
-}
+pub type DeadLetterFilter = crate::marked::MarkedFilter;
 
 /// Dead-lettered runs, newest first (keyset pagination on the partial index).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn dead_letters(db: impl PgExecutor<'_>, filter: &DeadLetterFilter) -> Result<Vec<Run>> {
-    let (before_at, before_key) = filter.before.clone().unzip();
-    let sql = format!(
-        "select {} from schedule_runs where dead_lettered_at is not null \
-           and ($1::text is null or schedule_id = $1) and ($2::text is null or workflow_id = $2) \
-           and ($3::timestamptz is null or (dead_lettered_at, idempotency_key) < ($3, $4)) \
-         order by dead_lettered_at desc, idempotency_key desc limit $5",
-        crate::runs::RUN_COLUMNS
-    );
-    Ok(sqlx::query_as::<_, RunRow>(&sql)
-        .bind(&filter.schedule_id)
-        .bind(&filter.workflow_id)
-        .bind(before_at)
-        .bind(before_key)
-        .bind(filter.limit)
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(Run::from)
-        .collect())
+    crate::marked::list(db, crate::marked::Mark::DeadLettered, filter).await
 }
 
 /// Locks up to `limit` dead letters not yet published to the DLQ stream (skipping those

@@ -14,7 +14,6 @@ use chrono::{DateTime, Utc};
 use kairos_core::Run;
 use sqlx::{PgConnection, PgExecutor};
 
-use crate::rows::RunRow;
 use crate::Result;
 
 /// A run the sweep found late.
@@ -118,17 +117,7 @@ pub async fn overdue(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<i64>
 }
 
 /// Filters of [`late_runs`].
-#[derive(Debug, Clone, Default)]
-pub struct LateFilter {
-    /// Only this schedule's.
-    pub schedule_id: Option<String>,
-    /// Only this workflow's.
-    pub workflow_id: Option<String>,
-    /// Only those marked before this one (the cursor: `late_at`, then key).
-    pub before: Option<(DateTime<Utc>, String)>,
-    /// Page size.
-    pub limit: i64,
-}
+pub type LateFilter = crate::marked::MarkedFilter;
 
 /// Late runs, newest mark first (keyset pagination on the partial index
 /// `schedule_runs_late`).
@@ -136,23 +125,5 @@ pub struct LateFilter {
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn late_runs(db: impl PgExecutor<'_>, filter: &LateFilter) -> Result<Vec<Run>> {
-    let (before_at, before_key) = filter.before.clone().unzip();
-    let sql = format!(
-        "select {} from schedule_runs where late_at is not null \
-           and ($1::text is null or schedule_id = $1) and ($2::text is null or workflow_id = $2) \
-           and ($3::timestamptz is null or (late_at, idempotency_key) < ($3, $4)) \
-         order by late_at desc, idempotency_key desc limit $5",
-        crate::runs::RUN_COLUMNS
-    );
-    Ok(sqlx::query_as::<_, RunRow>(&sql)
-        .bind(&filter.schedule_id)
-        .bind(&filter.workflow_id)
-        .bind(before_at)
-        .bind(before_key)
-        .bind(filter.limit)
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(Run::from)
-        .collect())
+    crate::marked::list(db, crate::marked::Mark::Late, filter).await
 }

@@ -20,6 +20,7 @@ pub mod deadlines;
 pub mod dispatch;
 mod groups;
 pub mod history;
+pub mod marked;
 pub mod outbox;
 mod outcome;
 pub mod overview;

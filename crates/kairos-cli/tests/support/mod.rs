@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use kairos_testkit::NatsServer;
@@ -25,6 +25,26 @@ pub fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
     Some(answer)
+}
+
+/// `kairos <args>` against the API of the `kairos serve` on `port`, without a token.
+pub fn kairos(port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kairos"))
+        .args(args)
+        .env("KAIROS_URL", format!("http://127.0.0.1:{port}"))
+        .env_remove("KAIROS_TOKEN")
+        .output()
+        .expect("run kairos")
+}
+
+/// The standard output of a command that must have succeeded (else its standard error).
+pub fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).expect("utf-8")
 }
 
 /// A running `kairos serve` and what it owns.
