@@ -138,7 +138,7 @@ pub async fn run(plan: &Plan, targets: &Targets) -> Tally {
     tally
 }
 
-fn note(tally: &Mutex<Tally>, failure: String) {
+pub(crate) fn note(tally: &Mutex<Tally>, failure: String) {
     eprintln!("chaos: {failure}");
     tally.lock().expect("not poisoned").failures.push(failure);
 }
@@ -263,7 +263,12 @@ async fn postgres_restart(
     record(&tally, "postgres", down, recovery);
 }
 
-fn record(tally: &Mutex<Tally>, what: &'static str, down: Duration, recovery: Result<Duration>) {
+pub(crate) fn record(
+    tally: &Mutex<Tally>,
+    what: &'static str,
+    down: Duration,
+    recovery: Result<Duration>,
+) {
     let recovery = match recovery {
         Ok(took) => Some(took),
         Err(err) => {
@@ -281,11 +286,15 @@ fn record(tally: &Mutex<Tally>, what: &'static str, down: Duration, recovery: Re
 /// From now (the service is back) until every running instance answers `/readyz` with 200
 /// and a launch published from now on reached the executor.
 async fn recovery(targets: &Targets) -> Result<Duration> {
+    recovery_of(&targets.fleet, &targets.executor).await
+}
+
+/// [`recovery`] of `fleet`, seen at `executor`.
+pub(crate) async fn recovery_of(fleet: &Fleet, executor: &Executor) -> Result<Duration> {
     let back = Instant::now();
     let back_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    let fleet = &targets.fleet;
     loop {
         let mut not_ready = Vec::new();
         for i in (0..fleet.len()).filter(|&i| !fleet.stopped(i)) {
@@ -293,7 +302,7 @@ async fn recovery(targets: &Targets) -> Result<Duration> {
                 not_ready.push(i);
             }
         }
-        let publishing = targets.executor.newest_ns() > back_ns;
+        let publishing = executor.newest_ns() > back_ns;
         if not_ready.is_empty() && publishing {
             return Ok(back.elapsed());
         }

@@ -9,11 +9,18 @@
 //! kills, stops and starts things (`faults.rs`). After a settle it checks the window of
 //! ticks (`check.rs`) and prints one line of figures (`report.rs`); it exits non-zero when a
 //! tick was lost, doubled or stuck, or an instance did not recover.
+//!
+//! With `--ha sync` or `--ha async` the database is a high-availability cluster of the run's
+//! own (`ha.rs`: `scripts/ha`, Patroni, HAProxy) and the faults are failovers of its primary
+//! instead (`failovers.rs`: kills and planned switchovers); the three instances run on the
+//! real clock.
 
 mod check;
 mod executor;
+mod failovers;
 mod faults;
 mod fleet;
+mod ha;
 mod pg;
 mod report;
 
@@ -70,6 +77,55 @@ struct Args {
     /// Seed of the kill choices (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// A failover run: the database is a Patroni cluster in this replication mode, and the
+    /// faults are kills and switchovers of its primary (`--duration-s` and the other faults'
+    /// options are then unused).
+    #[arg(long, value_enum)]
+    ha: Option<ha::Mode>,
+    /// The cluster script of `--ha`.
+    #[arg(long, default_value = "scripts/ha")]
+    ha_script: PathBuf,
+    /// `--ha`: seconds between failovers (and before the first, and after the last).
+    #[arg(long, default_value_t = 20)]
+    failover_every_s: u64,
+    /// `--ha`: how many times the primary is killed.
+    #[arg(long, default_value_t = 3)]
+    primary_kills: usize,
+    /// `--ha`: how many planned switchovers.
+    #[arg(long, default_value_t = 2)]
+    switchovers: usize,
+}
+
+/// The run's database: a cluster of its own, or a high-availability one.
+#[derive(Debug, Clone)]
+enum Database {
+    Local(Arc<pg::Postgres>),
+    Ha(Arc<ha::Cluster>),
+}
+
+impl Database {
+    fn start(args: &Args) -> Result<Database> {
+        Ok(match args.ha {
+            Some(mode) => Database::Ha(Arc::new(ha::Cluster::up(&args.ha_script, mode)?)),
+            None => Database::Local(Arc::new(pg::Postgres::start(&pg_bin(
+                args.pg_bin.clone(),
+            )?)?)),
+        })
+    }
+
+    fn url(&self, database: &str) -> String {
+        match self {
+            Database::Local(postgres) => postgres.url(database),
+            Database::Ha(cluster) => cluster.url(database),
+        }
+    }
+
+    fn logs(&self) -> PathBuf {
+        match self {
+            Database::Local(postgres) => postgres.log_path(),
+            Database::Ha(cluster) => cluster.log_dir(),
+        }
+    }
 }
 
 /// Runs, until the end or until SIGINT or SIGTERM: then the run is dropped, and with it the
@@ -95,8 +151,8 @@ async fn run(args: Args) -> Result<()> {
     });
     let log_dir = std::env::temp_dir().join(format!("kairos-chaos-{}", std::process::id()));
     std::fs::create_dir_all(&log_dir)?;
-    let postgres = Arc::new(pg::Postgres::start(&pg_bin(args.pg_bin.clone())?)?);
-    let db_url = postgres.url("kairos");
+    let database = Database::start(&args)?;
+    let db_url = database.url("kairos");
     migrate(&args.kairos, &db_url).await?;
     let nats = Arc::new(Mutex::new(kairos_testkit::NatsServer::start()));
     let nats_url = nats.lock().expect("not poisoned").url();
@@ -106,7 +162,10 @@ async fn run(args: Args) -> Result<()> {
         nats_url: nats_url.clone(),
         port: args.port,
         libfaketime,
-        skews: vec![None, Some("+5m".into()), Some("-5m".into())],
+        skews: match database {
+            Database::Local(_) => vec![None, Some("+5m".into()), Some("-5m".into())],
+            Database::Ha(_) => vec![None; 3],
+        },
         log_dir: log_dir.clone(),
     })
     .await
@@ -120,27 +179,45 @@ async fn run(args: Args) -> Result<()> {
         .await?;
     let from = check::db_second(&pool).await? + chrono::Duration::seconds(2);
     eprintln!(
-        "chaos: set up in {:.1} s; {} schedules every second, faults for {} s (seed {seed}, \
-         logs in {})",
+        "chaos: set up in {:.1} s; {} schedules every second, {} (seed {seed}, logs in {})",
         began.elapsed().as_secs_f64(),
         args.schedules,
-        args.duration_s,
+        match args.ha {
+            None => format!("faults for {} s", args.duration_s),
+            Some(mode) => format!(
+                "{} primary kills and {} switchovers every {} s ({mode:?} replication)",
+                args.primary_kills, args.switchovers, args.failover_every_s
+            ),
+        },
         log_dir.display()
     );
-    let plan = faults::Plan {
-        duration: Duration::from_secs(args.duration_s),
-        kill_every: Duration::from_secs(args.kill_every_s),
-        stop_for: Duration::from_secs(args.stop_s),
-        nats_for: Duration::from_secs(args.nats_outage_s),
-        seed,
+    let (duration, tally) = match &database {
+        Database::Local(postgres) => {
+            let plan = faults::Plan {
+                duration: Duration::from_secs(args.duration_s),
+                kill_every: Duration::from_secs(args.kill_every_s),
+                stop_for: Duration::from_secs(args.stop_s),
+                nats_for: Duration::from_secs(args.nats_outage_s),
+                seed,
+            };
+            let targets = faults::Targets {
+                fleet: fleet.clone(),
+                executor: executor.clone(),
+                nats: nats.clone(),
+                postgres: postgres.clone(),
+            };
+            (plan.duration, faults::run(&plan, &targets).await)
+        }
+        Database::Ha(cluster) => {
+            let plan = failovers::Plan {
+                every: Duration::from_secs(args.failover_every_s),
+                kills: args.primary_kills,
+                switchovers: args.switchovers,
+            };
+            let tally = failovers::run(&plan, &fleet, &executor, cluster).await;
+            (plan.duration(), tally)
+        }
     };
-    let targets = faults::Targets {
-        fleet: fleet.clone(),
-        executor: executor.clone(),
-        nats: nats.clone(),
-        postgres: postgres.clone(),
-    };
-    let tally = faults::run(&plan, &targets).await;
     // A fresh pool: the old one's sessions ended with the PostgreSQL restart.
     pool.close().await;
     let pool = PgPoolOptions::new()
@@ -172,7 +249,7 @@ async fn run(args: Args) -> Result<()> {
     eprintln!("chaos: checked at {:.1} s", began.elapsed().as_secs_f64());
     let run = report::Run {
         schedules: args.schedules,
-        duration: plan.duration,
+        duration,
         settle,
         received: seen.len(),
         report_retries: executor.report_retries(),
@@ -182,7 +259,7 @@ async fn run(args: Args) -> Result<()> {
         bail!(
             "chaos run failed (instance logs: {}; PostgreSQL log: {}; {})",
             log_dir.display(),
-            postgres.log_path().display(),
+            database.logs().display(),
             keep_nats_log(&nats, &log_dir)
         );
     }
