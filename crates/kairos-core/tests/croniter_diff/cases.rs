@@ -19,12 +19,13 @@ pub(crate) struct Case {
     pub(crate) start: DateTime<Utc>,
 }
 
-/// The instants of 2025 at which `zone`'s UTC offset changes (none for UTC). Transitions
+/// The instants of 2025 and 2026 at which `zone`'s UTC offset changes (none for UTC): the
+/// starts spread over two years of the zone's rules. Transitions
 /// of these zones fall on whole quarter hours, so a 15-minute scan finds them exactly.
 pub(crate) fn transitions(zone: Tz) -> Vec<DateTime<Utc>> {
     let offset = |t: DateTime<Utc>| zone.offset_from_utc_datetime(&t.naive_utc()).fix();
     let mut t = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
-    let end = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    let end = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
     let mut found = Vec::new();
     while t < end {
         let next = t + Duration::minutes(15);
@@ -40,13 +41,18 @@ pub(crate) fn transitions(zone: Tz) -> Vec<DateTime<Utc>> {
 /// 25 h and 8 days before), so that second-, minute-, hour- and day-level expressions
 /// all cross one within their 20 fire times.
 pub(crate) fn starts(zone: Tz) -> Vec<DateTime<Utc>> {
-    let mut all = vec![Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()];
+    let mut all = vec![
+        Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap(),
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
+    ];
     let mut at = transitions(zone);
     if at.is_empty() {
         // UTC has no transition; these are the northern ones, for the same spread.
         at = vec![
             Utc.with_ymd_and_hms(2025, 3, 30, 1, 0, 0).unwrap(),
             Utc.with_ymd_and_hms(2025, 10, 26, 1, 0, 0).unwrap(),
+            Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).unwrap(),
+            Utc.with_ymd_and_hms(2026, 10, 25, 1, 0, 0).unwrap(),
         ];
     }
     for t in at {
