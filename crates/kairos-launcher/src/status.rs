@@ -38,6 +38,8 @@ pub struct StatusMessage {
     /// Its W3C `traceparent` header, when the executor sent one (the report's place in a
     /// trace; see `kairos_core::trace`).
     pub traceparent: Option<String>,
+    /// How many times the stream has delivered it, this time included (1 the first time).
+    pub deliveries: i64,
 }
 
 /// What the handler made of a message.
@@ -47,10 +49,18 @@ pub enum Disposition {
     Done,
     /// Could not be recorded now: redeliver later (at most [`MAX_DELIVER`] deliveries).
     Retry,
+    /// About a run the database does not show published (yet): redeliver after
+    /// [`LATER`]. After a failover that lost the last commits, the run is planned and
+    /// published again under its key (the stream drops the copy), and the report then
+    /// applies.
+    Later,
     /// Can never be recorded (broken rule, unknown or unpublished run): terminate, so it
     /// leaves the stream and never blocks the consumer.
     Refuse,
 }
+
+/// The wait before a [`Disposition::Later`] message is delivered again.
+pub const LATER: Duration = Duration::from_secs(5);
 
 /// Most messages handed to the handler at once.
 pub const MAX_CHUNK: usize = 1_000;
@@ -205,6 +215,7 @@ impl StatusConsumer {
                         .as_ref()
                         .and_then(|headers| headers.get("traceparent"))
                         .map(|value| value.as_str().to_string()),
+                    deliveries: message.info().map_or(1, |info| info.delivered),
                 }
             })
             .collect();
@@ -213,6 +224,7 @@ impl StatusConsumer {
             let kind = match disposition {
                 Disposition::Done => AckKind::Ack,
                 Disposition::Retry => AckKind::Nak(Some(Duration::from_secs(1))),
+                Disposition::Later => AckKind::Nak(Some(LATER)),
                 Disposition::Refuse => AckKind::Term,
             };
             if let Err(err) = message.ack_with(kind).await {

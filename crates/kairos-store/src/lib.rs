@@ -27,6 +27,7 @@ pub mod overview;
 pub mod partitions;
 pub mod pauses;
 pub mod planning;
+pub mod replication;
 pub mod retention;
 mod rows;
 pub mod runs;

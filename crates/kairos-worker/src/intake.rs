@@ -8,6 +8,7 @@
 mod applier;
 mod cancel;
 mod fold;
+mod replicated;
 mod spans;
 
 pub use cancel::MAX_REASON_TEXT;
@@ -50,6 +51,13 @@ pub enum Error {
     /// The intake is shutting down; the report was not recorded.
     #[error("status intake stopped")]
     Stopped,
+    /// The report was recorded, but no standby had it within the wait: a failover now
+    /// could lose it, so it is not acknowledged (sent again, it changes nothing twice).
+    #[error("status recorded but not yet on a standby (within {waited_ms} ms)")]
+    NotReplicated {
+        /// How long the intake waited.
+        waited_ms: u64,
+    },
     /// A start reused a key for a different run.
     #[error("idempotency_key {key:?} already names a different run")]
     KeyInUse {
@@ -308,9 +316,10 @@ impl Intake {
 
     /// Status messages from NATS: each decoded with the same rules as the HTTP body, all
     /// applied by [`Intake::report_many`], and each answered: a message that can never
-    /// succeed (undecodable, broken rule, unknown or never-published run, another
-    /// executor's run) is terminated and logged once; a database failure asks for
-    /// redelivery (bounded by the consumer).
+    /// succeed (undecodable, broken rule, another executor's run) is terminated and logged
+    /// once; one about an unknown or never-published run is sent again later, up to
+    /// [`UNPUBLISHED_DELIVERIES`] deliveries, then terminated the same way; a database
+    /// failure asks for redelivery (bounded by the consumer).
     pub async fn take_messages(&self, messages: Vec<StatusMessage>) -> Vec<Disposition> {
         let mut dispositions = vec![Disposition::Refuse; messages.len()];
         let mut items = Vec::with_capacity(messages.len());
@@ -373,6 +382,17 @@ impl Intake {
                     );
                     Disposition::Done
                 }
+                Ok(refused) if later(&refused, messages[position].deliveries) => {
+                    tracing::debug!(
+                        key = %key,
+                        trace_id = %crate::trace_of(&key),
+                        reported = %reported,
+                        deliveries = messages[position].deliveries,
+                        why = %refusal(&refused),
+                        "status report about a run not published here (yet); sent again later",
+                    );
+                    Disposition::Later
+                }
                 Ok(refused) => {
                     tracing::warn!(
                         key = %key,
@@ -397,6 +417,18 @@ impl Intake {
         }
         dispositions
     }
+}
+
+/// Deliveries of a report about a run the database does not show published before it is
+/// refused: with [`kairos_launcher::status::LATER`] between them, about a minute, time enough for
+/// a failover that lost the run's last commits to plan and publish it again.
+pub const UNPUBLISHED_DELIVERIES: i64 = 12;
+
+/// Whether a refused NATS report is sent again later instead of terminated: one about a
+/// run not (or no longer) published, within [`UNPUBLISHED_DELIVERIES`].
+fn later(refused: &Applied, deliveries: i64) -> bool {
+    matches!(refused, Applied::Unpublished(_) | Applied::NotFound)
+        && deliveries < UNPUBLISHED_DELIVERIES
 }
 
 /// Counts an answered report, and logs the retries and dead letters it caused.

@@ -228,12 +228,26 @@ async fn status_messages_that_can_never_succeed_leave_the_stream() {
         || async { status_of(&pool, 1).await == RunStatus::Success },
     )
     .await;
-    until(Duration::from_secs(10), "status stream drained", || async {
-        read_stream(&launcher, STATUS_STREAM)
-            .await
-            .expect("read")
-            .is_empty()
-    })
+    // Every poison message left the stream, except the reports about unknown runs: those are
+    // sent again later for a while (a failover may have lost a run the executor did get; see
+    // `lost_tail.rs`), 210 of them, one per fifth message.
+    let unknown: std::collections::BTreeSet<String> = (0..1_050u64)
+        .filter(|n| n % 5 == 2)
+        .map(|n| format!("kairos.status.{}", key(n + 10)))
+        .collect();
+    until(
+        Duration::from_secs(10),
+        "status stream holds only the reports about unknown runs",
+        || async {
+            let left: std::collections::BTreeSet<String> = read_stream(&launcher, STATUS_STREAM)
+                .await
+                .expect("read")
+                .into_iter()
+                .map(|stored| stored.subject)
+                .collect();
+            left == unknown
+        },
+    )
     .await;
     assert_eq!(
         field(&pool, &key(1), "last_error").await,

@@ -32,6 +32,7 @@ fn event(key: &str, status: &str) -> StatusMessage {
         key: key.to_string(),
         payload: body.to_string().into_bytes(),
         traceparent: None,
+        deliveries: 1,
     }
 }
 

@@ -203,19 +203,19 @@ impl Held {
     }
 }
 
-/// Applies one batch, splitting it while the server refuses a statement of it; returns
-/// the jobs whose runs were busy.
+/// Applies one batch, splitting it while the server refuses a statement of it; answers
+/// each decided report once a standby has the batch (`replicated`); returns the jobs whose
+/// runs were busy.
 async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
     let mut busy = VecDeque::new();
+    let mut decided = Vec::new();
     let mut parts = VecDeque::from([batch]);
     while let Some(mut part) = parts.pop_front() {
         match apply_with_tries(pool, &part).await {
             Ok(answers) => {
                 for (job, answer) in part.into_iter().zip(answers) {
                     match answer {
-                        Answer::Decided(applied) => {
-                            let _ = job.reply.send(Ok(applied));
-                        }
+                        Answer::Decided(applied) => decided.push((job, applied)),
                         Answer::Busy => busy.push_back(job),
                     }
                 }
@@ -234,6 +234,32 @@ async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
                 for job in part {
                     let _ = job.reply.send(Err(Error::Batch(Arc::clone(&err))));
                 }
+            }
+        }
+    }
+    if decided.is_empty() {
+        return busy;
+    }
+    match super::replicated::on_a_standby(pool).await {
+        Ok(()) => {
+            for (job, applied) in decided {
+                let _ = job.reply.send(Ok(applied));
+            }
+        }
+        Err(err) => {
+            tracing::warn!(reports = decided.len(), error = %crate::error_chain(&err),
+                "status batch recorded but not yet on a standby; not acknowledged");
+            let store = match err {
+                Error::Store(err) => Some(Arc::new(err)),
+                _ => None,
+            };
+            for (job, _) in decided {
+                let _ = job.reply.send(Err(match &store {
+                    Some(err) => Error::Batch(Arc::clone(err)),
+                    None => Error::NotReplicated {
+                        waited_ms: super::replicated::STANDBY_WAIT.as_millis() as u64,
+                    },
+                }));
             }
         }
     }
