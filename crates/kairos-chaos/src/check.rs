@@ -3,9 +3,11 @@
 //!
 //! - every expected tick (each schedule, each second of the window) is exactly one row of
 //!   `schedule_runs`, published, and its launch reached the executor;
+//! - the executor received every key once (it runs every message it receives);
 //! - every `Nats-Msg-Id` is stored once in the launch stream (a re-publish after
 //!   `start_timeout_s` carries an id of its own, `<key>:r<n>`), and the stream holds as many
 //!   messages as there are distinct ids;
+//! - every run of the window the executor received ended `SUCCESS`, as it reported;
 //! - nothing is stuck: no `PENDING` run older than the misfire grace, no `ENQUEUED` run older
 //!   than its start timeout that was never re-published, and no run of the window unfinished
 //!   after the settle (the executor reports `SUCCESS` for every launch it receives).
@@ -55,6 +57,9 @@ pub struct Findings {
     pub doubled: i64,
     /// Runs left behind (see the module doc).
     pub stuck: i64,
+    /// Runs of the window the executor received (and reported `SUCCESS` for) that did not
+    /// end `SUCCESS`: a report lost.
+    pub misreported: i64,
     /// Messages in the launch stream.
     pub stream_messages: u64,
     /// Runs re-published after `start_timeout_s` (the same id: the stream drops the copy
@@ -63,6 +68,9 @@ pub struct Findings {
     /// Of those, messages delivered again under an id of their own (`<key>:r<n>`) because
     /// the stream had lost the first.
     pub redelivered: usize,
+    /// Keys the executor received (and so ran) in more than one launch message; counted in
+    /// `doubled` too.
+    pub executed_twice: i64,
     /// Runs in the window by final status other than SUCCESS, e.g. `FAILED=2`.
     pub not_success: Vec<String>,
     /// One line per problem, with keys.
@@ -161,6 +169,26 @@ pub async fn check(
     .fetch_all(pool)
     .await?;
     stream_checks(pool, &mut findings, seen).await?;
+    // The executor reports SUCCESS for every launch it receives: a received run that ended
+    // otherwise lost the executor's report.
+    let received: HashSet<&str> = seen.values().map(|m| m.key.as_str()).collect();
+    let ended: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "select idempotency_key, status, reason from schedule_runs \
+         where run_at between $1 and $2 and status <> 'SUCCESS'",
+    )
+    .bind(window.from)
+    .bind(window.to)
+    .fetch_all(pool)
+    .await?;
+    let misreported: Vec<String> = ended
+        .into_iter()
+        .filter(|(key, _, _)| received.contains(key.as_str()))
+        .map(|(key, status, reason)| format!("{key} {status} ({})", reason.unwrap_or_default()))
+        .collect();
+    findings.misreported += findings.note_all(
+        "run the executor reported SUCCESS for, not SUCCESS in the database",
+        misreported,
+    );
     findings.republished_runs =
         sqlx::query_scalar("select count(*) from schedule_runs where republished > 0")
             .fetch_one(pool)
@@ -224,6 +252,22 @@ async fn stream_checks(
             findings.stream_messages
         ));
     }
+    // The executor runs every launch message it receives: a key in two messages is a tick
+    // run twice, whatever the ids (a lost tail's re-publish under a new id included).
+    let mut sequences_by_key: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (seq, message) in seen {
+        sequences_by_key
+            .entry(message.key.as_str())
+            .or_default()
+            .push(*seq);
+    }
+    let run_twice: Vec<String> = sequences_by_key
+        .iter()
+        .filter(|(_, seqs)| seqs.len() > 1)
+        .map(|(key, seqs)| format!("{key} at stream sequences {seqs:?}"))
+        .collect();
+    findings.executed_twice = run_twice.len() as i64;
+    findings.doubled += findings.note_all("tick run twice by the executor", run_twice);
     let received: HashSet<&str> = seen.values().map(|m| m.key.as_str()).collect();
     let published: Vec<String> = sqlx::query_scalar(
         "select idempotency_key from schedule_runs where published_at is not null",

@@ -21,6 +21,9 @@ pub struct Plan {
     pub kills: usize,
     /// How many planned switchovers.
     pub switchovers: usize,
+    /// Before each kill, the primary's WAL senders stop this long: an asynchronous
+    /// failover's lost tail, staged.
+    pub lost_tail: Option<Duration>,
 }
 
 impl Plan {
@@ -46,9 +49,10 @@ pub async fn run(
         let what = if kill { "kill-primary" } else { "switchover" };
         let down = Instant::now();
         let cluster = cluster.clone();
+        let lost_tail = plan.lost_tail;
         let done = tokio::task::spawn_blocking(move || {
             if kill {
-                cluster.kill_primary()
+                cluster.kill_primary(lost_tail)
             } else {
                 cluster.switchover()
             }

@@ -25,17 +25,21 @@ pub struct Cluster {
     script: PathBuf,
     dir: PathBuf,
     url: String,
+    lost_tail: bool,
 }
 
 impl Cluster {
     /// `scripts/ha up` in `mode`, with its state in a new directory; waits until it takes
     /// writes.
-    pub fn up(script: &Path, mode: Mode) -> Result<Cluster> {
+    /// `lost_tail` (see [`Cluster::kill_primary`]) raises Patroni's `maximum_lag_on_failover`
+    /// to 64 MiB, so a standby that missed the tail is still promoted.
+    pub fn up(script: &Path, mode: Mode, lost_tail: bool) -> Result<Cluster> {
         let dir = std::env::temp_dir().join(format!("kairos-chaos-ha-{}", std::process::id()));
         let mut cluster = Cluster {
             script: script.to_path_buf(),
             dir,
             url: String::new(),
+            lost_tail,
         };
         let args: &[&str] = match mode {
             Mode::Sync => &["up", "--sync"],
@@ -56,9 +60,17 @@ impl Cluster {
         format!("{server}/{database}")
     }
 
-    /// SIGKILL to the leader's postmaster; returns at once.
-    pub fn kill_primary(&self) -> Result<()> {
-        self.ha(&["kill-primary"]).map(|_| ())
+    /// SIGKILL to the leader's postmaster; returns at once. With `lost_tail`, its WAL
+    /// senders are stopped that long before: the commits of that time reach no standby.
+    pub fn kill_primary(&self, lost_tail: Option<std::time::Duration>) -> Result<()> {
+        match lost_tail {
+            None => self.ha(&["kill-primary"]),
+            Some(tail) => {
+                let ms = tail.as_millis().to_string();
+                self.ha(&["kill-primary", "--lost-tail-ms", &ms])
+            }
+        }
+        .map(|_| ())
     }
 
     /// A planned switchover to the other node; returns once it is done.
@@ -76,6 +88,14 @@ impl Cluster {
             .arg(&self.script)
             .args(args)
             .env("HA_DIR", &self.dir)
+            .env(
+                "HA_MAXIMUM_LAG",
+                if self.lost_tail {
+                    "67108864"
+                } else {
+                    "1048576"
+                },
+            )
             .output()
             .with_context(|| format!("run {} {}", self.script.display(), args.join(" ")))?;
         if !output.status.success() {

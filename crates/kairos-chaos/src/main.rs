@@ -94,6 +94,10 @@ struct Args {
     /// `--ha`: how many planned switchovers.
     #[arg(long, default_value_t = 2)]
     switchovers: usize,
+    /// `--ha`: before each primary kill, its WAL senders stop for this many milliseconds, so
+    /// the commits of that time reach no standby (async mode's lost tail, staged).
+    #[arg(long)]
+    lost_tail_ms: Option<u64>,
 }
 
 /// The run's database: a cluster of its own, or a high-availability one.
@@ -106,7 +110,11 @@ enum Database {
 impl Database {
     fn start(args: &Args) -> Result<Database> {
         Ok(match args.ha {
-            Some(mode) => Database::Ha(Arc::new(ha::Cluster::up(&args.ha_script, mode)?)),
+            Some(mode) => Database::Ha(Arc::new(ha::Cluster::up(
+                &args.ha_script,
+                mode,
+                args.lost_tail_ms.is_some(),
+            )?)),
             None => Database::Local(Arc::new(pg::Postgres::start(&pg_bin(
                 args.pg_bin.clone(),
             )?)?)),
@@ -213,6 +221,7 @@ async fn run(args: Args) -> Result<()> {
                 every: Duration::from_secs(args.failover_every_s),
                 kills: args.primary_kills,
                 switchovers: args.switchovers,
+                lost_tail: args.lost_tail_ms.map(Duration::from_millis),
             };
             let tally = failovers::run(&plan, &fleet, &executor, cluster).await;
             (plan.duration(), tally)

@@ -51,10 +51,14 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
             )
         })
         .collect();
-    let passed = findings.lost == 0 && findings.doubled == 0 && findings.stuck == 0 && recovered;
+    let passed = findings.lost == 0
+        && findings.doubled == 0
+        && findings.stuck == 0
+        && findings.misreported == 0
+        && recovered;
     println!(
         "chaos: {} | ticks checked {} ({} schedules x {} s of faults) | kills {} | intake kills {} | stops {} \
-         (back in {}) | outages {} ({}) | lost {} | doubled {} | stuck {} | max recovery \
+         (back in {}) | outages {} ({}) | lost {} | doubled {} (run twice {}) | stuck {} | reports lost {} | max recovery \
          {:.1}s | launches received {} in a stream of {} | runs re-published {} (new id after a \
          stream loss {}) | not SUCCESS [{}] \
          | status re-sends {} | settle {:.1}s | seed {}",
@@ -72,7 +76,9 @@ pub fn print(run: &Run, findings: &Findings, tally: &Tally) -> bool {
         outages.join(", "),
         findings.lost,
         findings.doubled,
+        findings.executed_twice,
         findings.stuck,
+        findings.misreported,
         max_recovery.as_secs_f64(),
         run.received,
         findings.stream_messages,
