@@ -148,6 +148,8 @@
     }
     var html = (res.headers.get("Content-Type") || "").indexOf("text/html") === 0;
     var text = await res.text();
+    // Editing began while the refresh was on its way: keep what is being done.
+    if (quiet && editing()) { loading = false; return; }
     lastOk = res.ok && html;
     if (res.ok && html) {
       if (!quiet || text !== shown) {
