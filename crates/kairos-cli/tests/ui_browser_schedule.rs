@@ -222,6 +222,22 @@ fn skip_and_take_back_a_fire_time_in_chromium() {
         api.call(Method::DELETE, &path, None).await;
         click(&client, &format!("{row} button.unskip")).await;
         wait_text(&client, &format!("{row} td.skip-cell .problem[role=alert]"), "404 Not Found").await;
+
+        // On a phone: the rows as cards, with their controls, and no sideways scrolling.
+        browser::set_narrow_viewport(&client, 390, 844).await;
+        client
+            .goto(&format!("{base}/ui/schedules/hourly"))
+            .await
+            .expect("open");
+        wait_text(&client, "#upcoming td.skip-cell", "Skip").await;
+        let overflow = js(
+            &client,
+            "return [window.innerWidth, document.documentElement.scrollWidth];",
+        )
+        .await;
+        assert_eq!(overflow, json!([390, 390]), "no sideways scrolling on a phone");
+        js(&client, "document.getElementById('upcoming').scrollIntoView(); return null;").await;
+        browser::screenshot(&client, "schedule-phone.png").await;
         client.close().await.expect("close browser");
     });
 }
