@@ -1,6 +1,7 @@
-//! The History section of the schedule page (`/ui/fragments/schedules/{id}`) through the
-//! real router on a real database: each change with its time, actor, request id, kind,
-//! fields old → new and note, newest first, with the note escaped.
+//! The History tab of the schedule page (`/ui/fragments/schedules/{id}`) through the real
+//! router on a real database: a tab (WAI-ARIA tablist, tab, tabpanel) beside the fire times
+//! and runs, closed until chosen; each change with its time, actor, request id, kind, fields
+//! old → new and note, newest first, with the note escaped.
 
 mod common;
 
@@ -33,6 +34,32 @@ async fn the_schedule_page_shows_its_history_of_changes() {
     let html = page.as_str().expect("html");
     assert!(html.contains(r#"id="history""#), "{html}");
     assert_eq!(html.matches("data-change-id=").count(), 1, "{html}");
+    // History is a tab: the first tab (fire times and runs) is open, History closed.
+    assert!(
+        html.contains(r#"<div class="tablist" role="tablist" aria-label="Schedule views">"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r##"<a role="tab" id="tab-overview" href="#overview" aria-controls="overview" aria-selected="true" tabindex="0">"##),
+        "{html}"
+    );
+    assert!(
+        html.contains(r##"<a role="tab" id="tab-history" href="#history" aria-controls="history" aria-selected="false" tabindex="-1">History</a>"##),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<section class="tabpanel" role="tabpanel" id="overview" aria-labelledby="tab-overview">"#),
+        "{html}"
+    );
+    let panel = html
+        .find(r#"<section class="tabpanel" role="tabpanel" id="history" aria-labelledby="tab-history" hidden>"#)
+        .unwrap_or_else(|| panic!("a hidden History panel: {html}"));
+    let runs = html.find(r#"id="runs-title""#).expect("runs");
+    let table = html.find(r#"id="history-table""#).expect("history table");
+    assert!(
+        runs < panel && panel < table,
+        "the changes are in the History panel"
+    );
 
     let mut changed = seed_body();
     changed["cron_expr"] = json!("0 8 * * *");

@@ -1,6 +1,8 @@
 //! The schedule page through the real router on a real database: a paused-until schedule
-//! says "Paused until …, by …, because …", and a skipped upcoming fire time is marked with
-//! who skipped it and why.
+//! says "Paused until …, by …, because …" (in the schedule's zone and in UTC, the zone of
+//! the pause form's until), and a skipped upcoming fire time is marked with who skipped it
+//! and why; a deployer gets Skip on each fire time, Take back on a skipped one, and an
+//! until field on the pause form; a reader gets none of them.
 
 mod common;
 
@@ -80,6 +82,10 @@ async fn the_page_shows_pause_until_who_why_and_skipped_fire_times() {
         "shown in the schedule's zone: {line}"
     );
     assert!(
+        line.contains("</time> = <span id=\"paused-until-utc\">2026-03-09 12:00:00 UTC</span>, by"),
+        "and in UTC, as the pause form takes it: {line}"
+    );
+    assert!(
         line.contains(", by <span id=\"paused-by\">compiler</span>"),
         "{line}"
     );
@@ -103,4 +109,106 @@ async fn the_page_shows_pause_until_who_why_and_skipped_fire_times() {
         1,
         "only the skipped tick is marked"
     );
+}
+
+async fn page(api: &axum::Router, token: &str) -> String {
+    let (status, _, html) = call(
+        api,
+        Method::GET,
+        "/ui/fragments/schedules/hourly",
+        Some(token),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    html.as_str().expect("html").to_string()
+}
+
+#[tokio::test]
+async fn a_deployer_gets_skip_take_back_and_pause_until_and_a_reader_none() {
+    let db = TestDb::new().await;
+    let api = router(db.pool(), NOW);
+    deploy_workflow(&api, "wf", 1).await;
+    let body = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
+                      "user_id": "u", "cron_expr": "0 * * * *", "timezone": "UTC"});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let skip = json!({"run_at": "2026-03-09T12:00:00Z"});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/hourly/skips",
+        Some(DEPLOYER),
+        Some(skip),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+
+    let html = page(&api, DEPLOYER).await;
+    let upcoming = between(&html, "id=\"upcoming\"", "</table>");
+    assert!(
+        upcoming.contains("<th scope=\"col\">Skip</th>"),
+        "{upcoming}"
+    );
+    // Each fire time but the skipped one has a Skip form naming its tick, with a note.
+    assert_eq!(upcoming.matches("<form class=\"skip-form\"").count(), 9);
+    let first = between(upcoming, "<form class=\"skip-form\"", "</form>");
+    assert!(
+        first.contains("data-schedule=\"hourly\" data-run-at=\"2026-03-09T11:00:00Z\""),
+        "{first}"
+    );
+    assert!(first.contains("name=\"note\""), "{first}");
+    assert!(first.contains(">Skip</button>"), "{first}");
+    // The skipped one: marked with who, and Take back instead.
+    let row = between(upcoming, "data-run-at=\"2026-03-09T12:00:00Z\">", "</tr>");
+    assert!(row.contains("skipped by compiler"), "{row}");
+    assert!(!row.contains("skip-form"), "{row}");
+    assert!(
+        row.contains(
+            "class=\"unskip\" type=\"button\" data-schedule=\"hourly\" \
+             data-run-at=\"2026-03-09T12:00:00Z\""
+        ),
+        "{row}"
+    );
+    assert_eq!(upcoming.matches("class=\"unskip\"").count(), 1);
+    // Not paused: the pause form takes an optional until, labelled with its zone.
+    let form = between(&html, "id=\"pause-form\"", "</form>");
+    assert!(
+        form.contains("<label for=\"pause-until\">Until (UTC, optional)</label>"),
+        "{form}"
+    );
+    assert!(form.contains("id=\"pause-until\" name=\"until\""), "{form}");
+
+    // A reader sees the skip, and no control.
+    let html = page(&api, READER).await;
+    assert!(html.contains("skipped by compiler"), "{html}");
+    for control in ["skip-form", "unskip", ">Skip</th>", "pause-until"] {
+        assert!(
+            !html.contains(control),
+            "a reader sees no {control}: {html}"
+        );
+    }
+
+    // Paused: the form resumes, with no until.
+    let pause = json!({"schedule_id": "hourly", "paused": true});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/pause",
+        Some(DEPLOYER),
+        Some(pause),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{answer}");
+    let html = page(&api, DEPLOYER).await;
+    let form = between(&html, "id=\"pause-form\"", "</form>");
+    assert!(form.contains(">Resume</button>"), "{form}");
+    assert!(!form.contains("pause-until"), "{form}");
 }

@@ -15,7 +15,8 @@
 //! The script reloads the fragment every few seconds while nothing on the page is being
 //! edited, and shows an API's 404 as a not-found page that says what is missing.
 //!
-//! Every action (pause, resume, trigger, backfill, retry, cancel, delete) is a same-origin `fetch`
+//! Every action (pause, pause until, resume, trigger, backfill, skip one fire time and take the
+//! skip back, retry, cancel, delete) is a same-origin `fetch`
 //! of the public JSON API, so its auth, validation, JSON-only and Origin checks apply as
 //! to any client, and its problem+json answers are shown as they come.
 //!
@@ -29,7 +30,9 @@ mod params;
 mod run;
 mod runs;
 mod schedule;
+mod tabs;
 mod time;
+mod upcoming;
 mod words;
 mod workflow;
 
@@ -43,8 +46,11 @@ pub use workflow::workflow;
 
 use maud::{html, Markup, DOCTYPE};
 
-/// The page's script (`/ui/assets/app.js`).
-pub const SCRIPT: &str = include_str!("assets/app.js");
+/// The page's script (`/ui/assets/app.js`): the tabs, then the page itself.
+pub const SCRIPT: &str = concat!(
+    include_str!("assets/tabs.js"),
+    include_str!("assets/app.js")
+);
 /// The page's style sheet (`/ui/assets/app.css`).
 pub const STYLE: &str = include_str!("assets/app.css");
 

@@ -1,11 +1,11 @@
-//! One schedule (`/ui/schedules/{id}`): every field, the spec in words, the next ten fire
-//! times with DST rules and jitter marked, why the last tick did not launch, its runs, and
-//! (for a deployer) the pause, trigger, backfill, delete, cancel and retry controls, and its
-//! history of changes (who changed what, and why).
+//! One schedule (`/ui/schedules/{id}`): the spec in words, why the last tick did not launch,
+//! "paused until …, by …, because …", (for a deployer) the pause (with an optional until, in
+//! UTC), trigger, backfill and delete controls, then three tabs: the next ten fire times
+//! (`upcoming.rs`: DST rules, jitter, skips and the skip controls), the last day and the runs
+//! (cancel, retry); every field; and the history of changes (who changed what, and why).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{DstNote, Occurrence};
-use kairos_registrar::{Registrar, Schedule, ScheduleDetail, Upcoming};
+use kairos_registrar::{Registrar, Schedule, ScheduleDetail};
 use maud::{html, Markup};
 
 use crate::chart::last_day;
@@ -13,7 +13,9 @@ use crate::history::history_table;
 use crate::list::role_note;
 use crate::params::Params;
 use crate::runs::{run_href, run_table};
-use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
+use crate::tabs::{tablist, tabpanel, Tab};
+use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::upcoming::upcoming;
 use crate::words::describe;
 use crate::Viewer;
 
@@ -61,40 +63,47 @@ pub async fn schedule(
             p.why #why role="note" { strong { "Why the last tick did not launch: " } (why) }
         }
         @if viewer.can_write { (actions(s)) }
-        section aria-labelledby="upcoming-title" {
-            h2 #upcoming-title { "Next " (detail.upcoming.len()) " fire times" }
-            (upcoming(&detail))
-        }
-        section aria-labelledby="day-title" {
-            h2 #day-title { "The last day" }
-            (charts)
-        }
-        section aria-labelledby="runs-title" {
-            h2 #runs-title { "Runs, newest first" }
-            (run_table(&fired, detail.now, Some(&s.timezone), viewer, false))
-        }
-        @if !ahead.is_empty() {
-            section aria-labelledby="planned-title" {
-                h2 #planned-title { "Planned ahead, not yet due" }
-                ul.planned #planned-runs {
-                    @for run in ahead.iter().rev() {
-                        li data-key=(run.idempotency_key) {
-                            a.run-link href=(run_href(&run.idempotency_key)) { (in_zone(run.run_at, &s.timezone)) }
-                            " " span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
-                            " " small.muted { (relative(run.fire_at, detail.now)) }
+        (tablist("Schedule views", &[
+            Tab { panel: "overview", title: "Fire times and runs" },
+            Tab { panel: "all-fields", title: "All fields" },
+            Tab { panel: "history", title: "History" },
+        ]))
+        (tabpanel("overview", true, html! {
+            section aria-labelledby="upcoming-title" {
+                h2 #upcoming-title { "Next " (detail.upcoming.len()) " fire times" }
+                (upcoming(&detail, viewer))
+            }
+            section aria-labelledby="day-title" {
+                h2 #day-title { "The last day" }
+                (charts)
+            }
+            section aria-labelledby="runs-title" {
+                h2 #runs-title { "Runs, newest first" }
+                (run_table(&fired, detail.now, Some(&s.timezone), viewer, false))
+            }
+            @if !ahead.is_empty() {
+                section aria-labelledby="planned-title" {
+                    h2 #planned-title { "Planned ahead, not yet due" }
+                    ul.planned #planned-runs {
+                        @for run in ahead.iter().rev() {
+                            li data-key=(run.idempotency_key) {
+                                a.run-link href=(run_href(&run.idempotency_key)) { (in_zone(run.run_at, &s.timezone)) }
+                                " " span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
+                                " " small.muted { (relative(run.fire_at, detail.now)) }
+                            }
                         }
                     }
                 }
             }
-        }
-        section aria-labelledby="fields-title" {
+        }))
+        (tabpanel("all-fields", false, html! {
             h2 #fields-title { "All fields" }
             (fields(&detail))
-        }
-        section #history aria-labelledby="history-title" {
+        }))
+        (tabpanel("history", false, html! {
             h2 #history-title { "History, newest first" }
             (history_table(&history, detail.now))
-        }
+        }))
     };
     Ok(markup.into_string())
 }
@@ -106,6 +115,14 @@ fn actions(s: &Schedule) -> Markup {
                 div.field {
                     label for="pause-note" { @if s.paused { "Resume note (optional)" } @else { "Pause note (optional)" } }
                     input #pause-note name="note" maxlength="1000" placeholder="why";
+                }
+                @if !s.paused {
+                    div.field {
+                        label for="pause-until" { "Until (UTC, optional)" }
+                        input #pause-until name="until" autocomplete="off" placeholder="2026-03-09 12:00"
+                            aria-describedby="pause-until-hint";
+                        small.muted #pause-until-hint { "A UTC date and time; the schedule resumes by itself then." }
+                    }
                 }
                 button #pause-button type="submit" { @if s.paused { "Resume" } @else { "Pause" } }
             }
@@ -136,44 +153,6 @@ fn actions(s: &Schedule) -> Markup {
     }
 }
 
-fn upcoming(detail: &ScheduleDetail) -> Markup {
-    let zone = &detail.schedule.timezone;
-    let jitter = detail.schedule.jitter_ms;
-    // A UTC schedule's ticks are said once.
-    let utc_zone = is_utc(zone);
-    html! {
-        @if detail.upcoming.is_empty() {
-            p.empty { "No upcoming fire time (exhausted, past its end, or its spec no longer parses)." }
-        } @else {
-            div.table-wrap { table.upcoming #upcoming {
-                thead { tr {
-                    th scope="col" { "#" }
-                    @if !utc_zone { th scope="col" { "Tick (" (zone) ")" } }
-                    th scope="col" { "Tick (UTC)" }
-                    th scope="col" { "Fires at (UTC, with jitter)" }
-                    th scope="col" { "Note" }
-                    @if detail.schedule.deadline_s.is_some() { th scope="col" { "Must be final by (UTC)" } }
-                } }
-                tbody { @for (i, tick) in detail.upcoming.iter().enumerate() {
-                    tr {
-                        td data-label="#" { (i + 1) }
-                        @if !utc_zone { td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } } }
-                        td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
-                        td data-label="Fires at" { (fire_cell(tick, jitter)) }
-                        td data-label="Note" { (note_cell(tick, zone)) (skip_cell(tick)) }
-                        @if let Some(seconds) = detail.schedule.deadline_s {
-                            td.deadline data-label="Deadline" {
-                                (utc(tick.at + chrono::Duration::seconds(i64::from(seconds))))
-                                " " span.mark.deadline { "deadline_s " (seconds) }
-                            }
-                        }
-                    }
-                } }
-            } }
-        }
-    }
-}
-
 /// "Paused until …, by …, because …": each part only when it is known.
 fn pause_line(s: &Schedule) -> Markup {
     let zone = &s.timezone;
@@ -182,50 +161,12 @@ fn pause_line(s: &Schedule) -> Markup {
             "Paused"
             @if let Some(until) = s.paused_until {
                 " until " time #paused-until datetime=(rfc3339(until)) { (in_zone(until, zone)) }
+                // The pause form takes until in UTC: say it in UTC too (once).
+                @if in_zone(until, zone) != utc(until) { " = " span #paused-until-utc { (utc(until)) } }
             }
             @if let Some(by) = s.paused_by.as_deref() { ", by " span #paused-by { (by) } }
             @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (note) } }
             "."
-        }
-    }
-}
-
-/// A skipped tick: "skipped by <who>: <note>" (it will not run).
-fn skip_cell(tick: &Upcoming) -> Markup {
-    html! {
-        @if let Some(skip) = &tick.skip {
-            span.mark.skipped data-skipped=(rfc3339(skip.run_at)) { (skip.reason()) }
-        }
-    }
-}
-
-fn fire_cell(tick: &Upcoming, jitter_ms: i32) -> Markup {
-    let offset = (tick.fire_at - tick.at).num_milliseconds();
-    html! {
-        @if jitter_ms == 0 {
-            (utc(tick.fire_at))
-        } @else {
-            (tick.fire_at.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
-            " " span.mark.jitter { "jitter " (format!("{offset:+}")) " ms (±" (jitter_ms) ")" }
-        }
-    }
-}
-
-fn note_cell(tick: &Upcoming, zone: &str) -> Markup {
-    html! {
-        @match &tick.note.dst {
-            Some(DstNote::Shifted { wall, source }) => {
-                span.mark.dst { "DST gap: " (wall.format("%H:%M")) " did not exist; shifted to the jump (dst_gap=shift, " (source.as_str()) ")" }
-            }
-            Some(DstNote::Fold { occurrence, fold, source }) => {
-                span.mark.dst { "DST repeated hour: "
-                    (match occurrence { Occurrence::First => "first", Occurrence::Second => "second" })
-                    " pass (dst_fold=" (fold.to_string()) ", " (source.as_str()) ")" }
-            }
-            None => {}
-        }
-        @if let Some(from) = tick.note.rolled_from {
-            span.mark.roll { "rolled from " (in_zone(from, zone)) }
         }
     }
 }

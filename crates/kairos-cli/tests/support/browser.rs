@@ -1,6 +1,10 @@
-//! The browser side of the operator page's test: a chromedriver the test starts on a free
-//! port (killed when dropped), headless Chromium sessions (desktop or a 390x844 phone),
-//! waits on what the page shows, and screenshots under `<CARGO_TARGET_TMPDIR>/ui-screenshots/`.
+//! The browser side of the operator page's tests (`tests/ui_browser_*.rs`): a chromedriver
+//! the test starts on a free port (killed when dropped), headless Chromium sessions (desktop
+//! or a 390x844 phone), waits on what the page shows, and screenshots under
+//! `<CARGO_TARGET_TMPDIR>/ui-screenshots/`; and the server side they share: a `kairos serve`
+//! config with a deployer and a reader token, the API called as a client, and a schedule body.
+//!
+//! A test file includes it beside `support` (`#[path = "support/browser.rs"] mod browser;`).
 
 #![allow(dead_code)] // Not every helper is used by every test.
 
@@ -12,6 +16,8 @@ use std::time::{Duration, Instant};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
+
+use crate::support::sha256_hex;
 
 /// Longest wait for anything the page does.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -211,4 +217,129 @@ pub async fn sign_in(client: &Client, token: &str) {
         .click()
         .await
         .expect("use token");
+}
+
+/// The deployer's token (named `operator`) in [`tokens_config`].
+pub const DEPLOYER: &str = "ui-deployer-secret";
+/// The reader's token (named `viewer`) in [`tokens_config`].
+pub const READER: &str = "ui-reader-secret";
+
+/// The config file of the served instance: static tokens for a deployer and a reader.
+pub fn tokens_config(dir: &tempfile::TempDir) -> PathBuf {
+    let path = dir.path().join("kairos.toml");
+    let text = format!(
+        "[auth]\nmode = \"tokens\"\n\n[[auth.tokens]]\nname = \"operator\"\nrole = \"deployer\"\n\
+         sha256 = \"{}\"\n\n[[auth.tokens]]\nname = \"viewer\"\nrole = \"reader\"\nsha256 = \"{}\"\n",
+        sha256_hex(DEPLOYER),
+        sha256_hex(READER)
+    );
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// The API as a client sees it, with the deployer token.
+pub struct Api {
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+impl Api {
+    /// `method path` with `body`; the JSON answer (null when empty), which must be a success.
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(DEPLOYER);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().await.expect("api request");
+        let status = answer.status();
+        let text = answer.text().await.expect("api answer");
+        assert!(status.is_success(), "{path}: {status} {text}");
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).expect("json")
+        }
+    }
+}
+
+/// An upsert body: workflow `report` version 1, user `alice`, overlap `allow`, no catch-up.
+pub fn schedule(id: &str, spec: &str, zone: &str, jitter_ms: u32) -> Value {
+    json!({
+        "schedule_id": id, "workflow_id": "report", "version": 1, "user_id": "alice",
+        "cron_expr": spec, "timezone": zone, "jitter_ms": jitter_ms,
+        "overlap_policy": "allow", "catchup_policy": "none"
+    })
+}
+
+/// Runs `script` in the page; its answer.
+pub async fn js(client: &Client, script: &str) -> Value {
+    client.execute(script, vec![]).await.expect("script")
+}
+
+/// How many times the page has loaded its fragment (the refresh counts).
+pub async fn loads(client: &Client) -> u64 {
+    js(
+        client,
+        "return Number(document.getElementById('content').dataset.loads || '0');",
+    )
+    .await
+    .as_u64()
+    .expect("loads")
+}
+
+/// Waits until the API shows run `key` in `status`.
+pub async fn wait_status(http: &reqwest::Client, base: &str, key: &str, status: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let run: Value = http
+            .get(format!("{base}/runs/{key}"))
+            .send()
+            .await
+            .expect("get run")
+            .json()
+            .await
+            .expect("json");
+        if run["status"] == json!(status) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "run {key} never {status}: {run}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Reports `body` as the status of run `key`, which must be accepted.
+pub async fn report(http: &reqwest::Client, base: &str, key: &str, body: Value) {
+    let answer = http
+        .post(format!("{base}/runs/{key}/status"))
+        .json(&body)
+        .send()
+        .await
+        .expect("report");
+    assert!(
+        answer.status().is_success(),
+        "{}",
+        answer.text().await.unwrap_or_default()
+    );
+}
+
+/// Clicks `css` once it is on the page.
+pub async fn click(client: &Client, css: &str) {
+    // Waits for the element: the page may still be loading its fragment.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match client.find(Locator::Css(css)).await {
+            Ok(element) => {
+                element
+                    .click()
+                    .await
+                    .unwrap_or_else(|err| panic!("click {css}: {err}"));
+                return;
+            }
+            Err(err) => assert!(Instant::now() < deadline, "no {css} within {WAIT:?}: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

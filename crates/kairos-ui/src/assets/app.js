@@ -148,11 +148,15 @@
     }
     var html = (res.headers.get("Content-Type") || "").indexOf("text/html") === 0;
     var text = await res.text();
+    // Editing began while the refresh was on its way: keep what is being done.
+    if (quiet && editing()) { loading = false; return; }
     lastOk = res.ok && html;
     if (res.ok && html) {
       if (!quiet || text !== shown) {
         content.innerHTML = text;
         shown = text;
+        // tabs.js selects the tab the URL names in the new fragment.
+        content.dispatchEvent(new CustomEvent("fragment"));
       }
     } else if (res.ok) {
       content.innerHTML = "";
@@ -177,6 +181,7 @@
       return "a field has focus";
     }
     if (content.querySelector("form[data-dirty]")) { return "a form has changes not sent"; }
+    if (content.querySelector(".problem.inline")) { return "an error is shown next to a control"; }
     if (content.querySelector("#cancel-form:not([hidden]), #delete-form:not([hidden])")) {
       return "a confirmation is open";
     }
@@ -200,7 +205,11 @@
       { method: method || "POST", headers: headers(false) } :
       { method: method || "POST", headers: headers(true), body: JSON.stringify(payload) };
     var res = await fetch(path, init);
-    if (!res.ok) { throw new Error(await problemText(res)); }
+    if (!res.ok) {
+      var refused = new Error(await problemText(res));
+      refused.status = res.status;
+      throw refused;
+    }
     var text = await res.text();
     return text ? JSON.parse(text) : null;
   }
@@ -209,7 +218,10 @@
     return "ui-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
   }
 
-  async function act(work) {
+  // Runs one action. Its answer goes to the flash; a refusal too, or, with `place`, next to
+  // the control that sent it (inside `place`), where it stays until the next action.
+  async function act(work, place) {
+    clearProblems();
     try {
       var message = await work();
       // A work may answer [text, run key] to link the run it acted on.
@@ -217,8 +229,33 @@
       await load();
       flash.focus && flash.focus();
     } catch (e) {
-      say(e.message, true);
+      if (place && content.contains(place)) {
+        say("", false);
+        var box = problemBox(e.message, e.status);
+        box.removeAttribute("id");
+        box.classList.add("inline");
+        place.append(box);
+      } else {
+        say(e.message, true);
+      }
     }
+  }
+
+  function clearProblems() {
+    content.querySelectorAll(".problem.inline").forEach(function (box) { box.remove(); });
+  }
+
+  // "2026-03-09 12:00" (or with seconds, or a T) is UTC, as the form's label says: an RFC 3339
+  // time in UTC. Anything else is sent as typed (an explicit offset is honoured; the API
+  // refuses what is not a time, naming `until`).
+  function utcInstant(text) {
+    var bare = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(:\d{2})?$/.exec(text);
+    return bare ? bare[1] + "T" + bare[2] + (bare[3] || ":00") + "Z" : text;
+  }
+
+  // "2026-03-09T13:00:00Z" as the page says it: "2026-03-09 13:00:00 UTC".
+  function saidUtc(rfc3339) {
+    return rfc3339.replace("T", " ").replace(/Z$/, " UTC");
   }
 
   var forms = {
@@ -228,10 +265,13 @@
       var note = form.elements.note.value.trim();
       // Only a non-empty note is sent: an API without pause notes refuses unknown fields.
       if (note) { payload.note = note; }
+      var until = !paused && form.elements.until ? form.elements.until.value.trim() : "";
+      if (until) { payload.until = utcInstant(until); }
       return act(async function () {
         await send("/schedules/pause", payload);
-        return (paused ? "Resumed " : "Paused ") + form.dataset.schedule + ".";
-      });
+        if (paused) { return "Resumed " + form.dataset.schedule + "."; }
+        return "Paused " + form.dataset.schedule + (until ? " until " + saidUtc(payload.until) : "") + ".";
+      }, form);
     },
     "trigger-form": function (form) {
       var id = form.dataset.schedule;
@@ -279,8 +319,21 @@
     if (form) { form.dataset.dirty = "true"; }
   });
 
+  // Skip one fire time (`data-run-at`) of the schedule, with the note if one was written.
+  function skip(form) {
+    var id = form.dataset.schedule;
+    var at = form.dataset.runAt;
+    var payload = { run_at: at };
+    var note = form.elements.note.value.trim();
+    if (note) { payload.note = note; }
+    return act(async function () {
+      await send("/schedules/" + encodeURIComponent(id) + "/skips", payload);
+      return "Skipped the fire time " + saidUtc(at) + " of " + id + ".";
+    }, form.parentElement);
+  }
+
   content.addEventListener("submit", function (ev) {
-    var handler = forms[ev.target.id];
+    var handler = forms[ev.target.id] || (ev.target.classList.contains("skip-form") ? skip : null);
     if (!handler) { return; } // the filter forms navigate as usual
     ev.preventDefault();
     handler(ev.target);
@@ -307,6 +360,13 @@
         var run = await send("/runs/" + button.dataset.key + "/retry", { request_id: requestId() });
         return ["Retry of run " + button.dataset.key.slice(0, 12) + "…: " + (run && run.status ? run.status : "accepted") + ".", button.dataset.key];
       });
+    } else if (button.classList.contains("unskip")) {
+      var schedule = button.dataset.schedule;
+      var at = button.dataset.runAt;
+      act(async function () {
+        await send("/schedules/" + encodeURIComponent(schedule) + "/skips/" + encodeURIComponent(at), undefined, "DELETE");
+        return "Took back the skip of " + saidUtc(at) + ": " + schedule + " fires then again.";
+      }, button.parentElement);
     } else if (button.id === "backfill-confirm") {
       var id = button.dataset.schedule;
       act(async function () {
