@@ -108,7 +108,7 @@ impl Consumer {
 pub async fn launch_consumer(
     scratch: &Scratch,
 ) -> Result<(jetstream::Context, jetstream::consumer::PullConsumer)> {
-    let client = async_nats::connect(&scratch.nats_url).await?;
+    let client = scratch.nats().await?;
     let js = jetstream::new(client);
     let stream = js
         .get_stream(STREAM)
@@ -128,9 +128,29 @@ pub async fn launch_consumer(
 /// per published run: the bench has no retries). Equal when no launch was lost or doubled
 /// on the way into the stream, whatever a consumer saw.
 pub async fn stream_matches_database(scratch: &Scratch) -> Result<(u64, i64)> {
-    let client = async_nats::connect(&scratch.nats_url).await?;
-    let mut stream = jetstream::new(client).get_stream(STREAM).await?;
-    let in_stream = stream.info().await?.state.messages;
+    let client = scratch.nats().await?;
+    let js = jetstream::new(client);
+    // After a node was killed (`--kill-stream-leader-ms`) a request may meet an election:
+    // asked again for up to 30 s.
+    let started = std::time::Instant::now();
+    let in_stream = loop {
+        let info = async {
+            js.get_stream(STREAM)
+                .await?
+                .info()
+                .await
+                .map(|i| i.state.messages)
+                .map_err(anyhow::Error::from)
+        };
+        match info.await {
+            Ok(messages) => break messages,
+            Err(err) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                eprintln!("bench: reading {STREAM} failed ({err}); asking again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(err) => return Err(err.context(format!("read {STREAM}'s state"))),
+        }
+    };
     let published: i64 =
         sqlx::query_scalar("select count(*) from schedule_runs where published_at is not null")
             .fetch_one(&scratch.pool)

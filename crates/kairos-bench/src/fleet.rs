@@ -42,6 +42,9 @@ impl Fleet {
             if args.mode == crate::Mode::Queue {
                 command.env("KAIROS_SCHEDULER__LAUNCH_DEADLINE_S", "15");
             }
+            if let Some(size) = args.nats_cluster {
+                command.env("KAIROS_NATS__REPLICAS", size.to_string());
+            }
             let child = command
                 .arg("serve")
                 .env("DATABASE_URL", &scratch.db_url)

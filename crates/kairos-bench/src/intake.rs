@@ -53,7 +53,7 @@ pub async fn measure(args: &Args, scratch: &Scratch) -> Result<IntakeFigures> {
     sqlx::query("analyze schedule_runs")
         .execute(&scratch.pool)
         .await?;
-    let client = async_nats::connect(&scratch.nats_url).await?;
+    let client = scratch.nats().await?;
     let js = jetstream::new(client);
     eprintln!("bench: sending {} reports", runs * 2);
     let started_at = Utc::now();

@@ -36,7 +36,7 @@ pub async fn measure(args: &Args, scratch: &Scratch) -> Result<Limits> {
 /// Publishes `n` messages of a launch message's size in pipelined chunks (stage a chunk,
 /// then await every acknowledgement), on a stream of its own that is deleted afterwards.
 async fn nats(n: usize, scratch: &Scratch) -> Result<f64> {
-    let client = async_nats::connect(&scratch.nats_url).await?;
+    let client = scratch.nats().await?;
     let js = jetstream::new(client);
     let name = "KAIROS_BENCH_RAW";
     let _ = js.delete_stream(name).await;

@@ -148,7 +148,7 @@ async fn unfinished(scratch: &Scratch, mark: Window) -> Result<bool> {
 
 /// Status messages not yet acknowledged by kairos.
 async fn backlog(scratch: &Scratch) -> Result<u64> {
-    let client = async_nats::connect(&scratch.nats_url).await?;
+    let client = scratch.nats().await?;
     let mut stream = jetstream::new(client).get_stream(STATUS_STREAM).await?;
     Ok(stream.info().await?.state.messages)
 }

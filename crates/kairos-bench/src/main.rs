@@ -18,6 +18,7 @@
 
 mod executor;
 mod intake;
+mod leader_kill;
 mod loops;
 mod queued;
 
@@ -95,6 +96,15 @@ pub struct Args {
     /// it at a server a real deployment uses.
     #[arg(long)]
     pub nats_url: Option<String>,
+    /// Start a JetStream cluster of this many `nats-server` nodes (at least 3) instead of
+    /// one server, and give the instances `nats.replicas` = its size: every stream is
+    /// replicated on every node.
+    #[arg(long, conflicts_with = "nats_url")]
+    pub nats_cluster: Option<usize>,
+    /// With `--nats-cluster`: kill (SIGKILL) the launch stream's leader this many
+    /// milliseconds after the first measured tick, in the middle of its burst.
+    #[arg(long, requires = "nats_cluster")]
+    pub kill_stream_leader_ms: Option<u64>,
     /// The nats-server binary the bench starts (with JetStream, its store in a temporary
     /// directory) when no `--nats-url` is given.
     #[arg(long, default_value = "nats-server")]
@@ -134,6 +144,9 @@ impl Args {
         }
         if self.instances == 0 || self.schedules == 0 || self.marks == 0 {
             bail!("--instances, --schedules and --marks must be at least 1");
+        }
+        if self.nats_cluster.is_some_and(|size| size < 3) {
+            bail!("--nats-cluster must be at least 3 (a replicated stream needs a quorum)");
         }
         if let Some(every) = self.every_s {
             if every == 0 || 60 % every != 0 {

@@ -69,6 +69,7 @@ pub async fn await_marks(
     executor: Option<&Executor>,
 ) -> Result<Vec<Mark>> {
     let windows = windows(args, Utc::now());
+    crate::leader_kill::arm(args, scratch, windows[0].0);
     fleet.baseline();
     let mut marks = Vec::new();
     for (from, to, expected) in windows {

@@ -1,6 +1,7 @@
 //! The bench's own scratch space: a database `kairos_bench` on the configured PostgreSQL
 //! (dropped at the end), a nats-server of its own with JetStream in a temporary directory
-//! (or the server `--own-nats false` points at), and the idle schedules of mode `stored`.
+//! (or a cluster of them, `--nats-cluster`, or the server `--nats-url` points at), and the
+//! idle schedules of mode `stored`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -8,6 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+
+use std::sync::{Arc, Mutex};
+
+use kairos_testkit::NatsCluster;
 
 use crate::Args;
 
@@ -30,6 +35,9 @@ pub struct Scratch {
     pub nats_url: String,
     /// The nats-server the bench started, if it started one.
     nats: Option<tokio::process::Child>,
+    /// The JetStream cluster the bench started (`--nats-cluster`), shared with the fault
+    /// that kills its launch stream's leader.
+    pub cluster: Option<Arc<Mutex<NatsCluster>>>,
     /// Its store directory.
     _store: Option<TempDir>,
 }
@@ -68,9 +76,18 @@ impl Scratch {
             .max_connections(args.instances as u32 + 2)
             .connect(&db_url)
             .await?;
-        let (nats_url, nats, store) = match &args.nats_url {
-            Some(url) => (url.clone(), None, None),
-            None => {
+        let mut cluster = None;
+        let (nats_url, nats, store) = match (&args.nats_url, args.nats_cluster) {
+            (Some(url), _) => (url.clone(), None, None),
+            (None, Some(size)) => {
+                let started = tokio::task::spawn_blocking(move || NatsCluster::start(size))
+                    .await
+                    .context("start the NATS cluster")?;
+                let urls = started.urls();
+                cluster = Some(Arc::new(Mutex::new(started)));
+                (urls, None, None)
+            }
+            (None, None) => {
                 let (url, child, store) = start_nats(&args.nats_server).await?;
                 (url, Some(child), Some(store))
             }
@@ -81,8 +98,17 @@ impl Scratch {
             admin_url,
             nats_url,
             nats,
+            cluster,
             _store: store,
         })
+    }
+
+    /// A client of the instances' NATS server (every node of a cluster as a seed).
+    pub async fn nats(&self) -> Result<async_nats::Client> {
+        let seeds: Vec<&str> = self.nats_url.split(',').map(str::trim).collect();
+        async_nats::connect(seeds.as_slice())
+            .await
+            .with_context(|| format!("connect to NATS at {}", self.nats_url))
     }
 
     /// Drops the scratch database and stops the bench's nats-server.
