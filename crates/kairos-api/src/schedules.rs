@@ -83,6 +83,7 @@ pub(crate) async fn get(
     query.finish()?;
     let view = state.registrar.get(&id).await?;
     let deadline_s = view.schedule.deadline_s;
+    let pause = Pause::of(&view.schedule);
     let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
     body.waiting_on = view.waiting_on;
     // A plain struct of strings, numbers and options: serializing it cannot fail.
@@ -97,6 +98,9 @@ pub(crate) async fn get(
             })
             .collect();
         answer["explained_preview"] = json!(explained);
+        if let Some(pause) = pause {
+            answer["explained_pause"] = pause.json();
+        }
     }
     Ok(Json(answer))
 }
@@ -214,6 +218,55 @@ fn with_deadline(
         tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));
     }
     tick
+}
+
+/// A paused schedule's pause, as its explained preview shows it.
+struct Pause {
+    by: Option<String>,
+    note: Option<String>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    catchup: &'static str,
+}
+
+impl Pause {
+    fn of(schedule: &kairos_registrar::Schedule) -> Option<Pause> {
+        schedule.paused.then(|| Pause {
+            by: schedule.paused_by.clone(),
+            note: schedule.pause_note.clone(),
+            until: schedule.paused_until,
+            catchup: schedule.catchup_policy.as_str(),
+        })
+    }
+
+    /// `{paused_by, note, until, reason}`: what the pause does to the fire times shown.
+    fn json(&self) -> Value {
+        let by = self.by.as_deref().unwrap_or("anonymous");
+        let why = self
+            .note
+            .as_deref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default();
+        let reason = match self.until {
+            Some(until) => format!(
+                "paused until {} by {by}{why}; the fire times start there, the ticks before \
+                 it are missed, and on resume catch-up {} decides which of them run",
+                kairos_registrar::rfc3339(until),
+                self.catchup
+            ),
+            None => format!(
+                "paused by {by}{why}, until resumed: none of these fire times fires unless \
+                 the schedule is resumed before it, and on resume catch-up {} decides which \
+                 missed ticks run",
+                self.catchup
+            ),
+        };
+        json!({
+            "paused_by": self.by,
+            "note": self.note,
+            "until": self.until.map(kairos_registrar::rfc3339),
+            "reason": reason,
+        })
+    }
 }
 
 /// [`tick_json`] with `skipped` (`{skipped_by, note, reason}`) when the tick is one of

@@ -243,6 +243,38 @@ async fn pause_until_shows_until_and_who_and_bad_until_is_refused() {
         schedule["preview"][0], "2026-03-09T12:00:00Z",
         "the preview starts when the pause ends"
     );
+    let (_, _, explained) = call(
+        &api,
+        Method::GET,
+        "/schedules/hourly?explain=true",
+        Some(READER),
+        None,
+    )
+    .await;
+    let explained_pause = &explained["explained_pause"];
+    assert_eq!(
+        (
+            &explained_pause["until"],
+            &explained_pause["paused_by"],
+            &explained_pause["note"],
+        ),
+        (
+            &json!("2026-03-09T12:00:00Z"),
+            &json!("compiler"),
+            &json!("vendor freeze")
+        ),
+        "{explained}"
+    );
+    let reason = explained_pause["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("paused until 2026-03-09T12:00:00Z by compiler: vendor freeze")
+            && reason.contains("catch-up none"),
+        "{reason}"
+    );
+    assert_eq!(
+        explained["explained_preview"][0]["at"],
+        "2026-03-09T12:00:00Z"
+    );
 
     let (status, _, _) = pause(json!({"schedule_id": "hourly", "paused": false})).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
@@ -251,5 +283,18 @@ async fn pause_until_shows_until_and_who_and_bad_until_is_refused() {
         (&schedule["paused_until"], &schedule["paused_by"]),
         (&Value::Null, &Value::Null),
         "a manual resume clears them"
+    );
+    let (_, _, explained) = call(
+        &api,
+        Method::GET,
+        "/schedules/hourly?explain=true",
+        Some(READER),
+        None,
+    )
+    .await;
+    assert_eq!(
+        explained["explained_pause"],
+        Value::Null,
+        "running: no pause"
     );
 }
