@@ -103,7 +103,7 @@ impl Consumer {
     }
 }
 
-/// An ephemeral pull consumer of every message of the launch stream, with no acks (the
+/// A pull consumer (ephemeral, or durable and replicated on a cluster) of every message of the launch stream, with no acks (the
 /// bench measures delivery and has no redelivery), and the JetStream context it is on.
 pub async fn launch_consumer(
     scratch: &Scratch,
@@ -114,8 +114,13 @@ pub async fn launch_consumer(
         .get_stream(STREAM)
         .await
         .context("the launch stream (kairos serve creates it)")?;
+    // On a cluster (`--nats-cluster`) the consumer is replicated on every node, so it
+    // outlives the node a fault kills; alone, an ephemeral one lives on one server.
+    let replicas = scratch.cluster_size().unwrap_or(0);
     let consumer = stream
         .create_consumer(pull::Config {
+            durable_name: (replicas > 0).then(|| "kairos-bench".to_string()),
+            num_replicas: replicas,
             ack_policy: AckPolicy::None,
             inactive_threshold: Duration::from_secs(600),
             ..Default::default()

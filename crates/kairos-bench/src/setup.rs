@@ -103,6 +103,12 @@ impl Scratch {
         })
     }
 
+    /// The size of the JetStream cluster the bench started, if it started one.
+    pub fn cluster_size(&self) -> Option<usize> {
+        let cluster = self.cluster.as_ref()?;
+        Some(cluster.lock().expect("not poisoned").size())
+    }
+
     /// A client of the instances' NATS server (every node of a cluster as a seed).
     pub async fn nats(&self) -> Result<async_nats::Client> {
         let seeds: Vec<&str> = self.nats_url.split(',').map(str::trim).collect();
