@@ -7,6 +7,9 @@
 //! plans the tick after all (a pause that ended by itself and is caught up per the catch-up
 //! policy, as a resume then would), the planner turns the row into that run.
 //!
+//! A resume writes the same way the paused ticks before the time it plans from that no
+//! sweep wrote yet (`record_before_resume`, in the resume's transaction).
+//!
 //! A paused schedule's `next_run_at` is the first tick it has no run for; a pass writes the
 //! ticks from there up to now and moves it past them (a resume recomputes it anyway). Bounds
 //! per pass: [`PAUSED_SCHEDULES_PER_PASS`] schedules, and per schedule the newest
@@ -68,7 +71,7 @@ pub async fn record_paused_ticks(
             advances.push(&schedule.schedule_id, None, 0, Some(why));
             continue;
         };
-        let (due, next) = ticks_through(&timetable, from, now);
+        let (due, next) = ticks_through(&timetable, from, Bound::Through(now));
         let reason = paused_reason(
             schedule.paused_by.as_deref(),
             schedule.pause_note.as_deref(),
@@ -112,21 +115,76 @@ async fn calendars_of(tx: &mut Tx, schedules: &[Schedule]) -> Result<Calendars> 
         .collect())
 }
 
-/// The ticks from `from` (a tick) through `now`: the newest [`MAX_DROPPED_KEPT`] of at most
-/// [`MAX_MISSED_ENUMERATED`] enumerated (past that, the rest up to now are passed over), and
-/// the first tick after them (`None`: no more ticks).
+/// Writes, in a resume's transaction, the ticks of `stored` (paused, with a deadline) from
+/// its `next_run_at` up to, not including, `resume_at` (where the resume plans from) that no
+/// sweep has written yet, as [`record_paused_ticks`] would: a resume by hand right after a
+/// tick, or after a span no sweep saw, leaves no tick of the pause without its run. Returns
+/// the rows written.
+///
+/// # Errors
+/// [`crate::Error::Store`] when the statement fails.
+pub(crate) async fn record_before_resume(
+    tx: &mut Tx,
+    stored: &Schedule,
+    timetable: &Timetable,
+    resume_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    let from = match stored.next_run_at {
+        Some(from) if stored.paused && stored.deadline_s.is_some() => from,
+        _ => return Ok(0),
+    };
+    let (due, _) = ticks_through(timetable, from, Bound::Before(resume_at));
+    let reason = paused_reason(stored.paused_by.as_deref(), stored.pause_note.as_deref());
+    let mut ticks = SkippedTicks::default();
+    for run_at in due {
+        let key = RunKey::tick(&stored.schedule_id, run_at);
+        ticks.push(key.as_str(), &stored.schedule_id, run_at, &reason);
+    }
+    Ok(unlaunched::insert_skipped(&mut **tx, &ticks, true, now).await?)
+}
+
+/// Where [`ticks_through`] stops.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    /// At this instant, included.
+    Through(DateTime<Utc>),
+    /// Before this instant.
+    Before(DateTime<Utc>),
+}
+
+impl Bound {
+    fn holds(self, tick: DateTime<Utc>) -> bool {
+        match self {
+            Bound::Through(last) => tick <= last,
+            Bound::Before(end) => tick < end,
+        }
+    }
+
+    /// The first tick past the bound.
+    fn next(self, timetable: &Timetable) -> Option<DateTime<Utc>> {
+        match self {
+            Bound::Through(last) => timetable.next_after(last),
+            Bound::Before(end) => timetable.first_at_or_after(end),
+        }
+    }
+}
+
+/// The ticks from `from` (a tick) within `bound`: the newest [`MAX_DROPPED_KEPT`] of at
+/// most [`MAX_MISSED_ENUMERATED`] enumerated (past that, the rest are passed over, as the
+/// planner passes them), and the first tick after them (`None`: no more ticks).
 fn ticks_through(
     timetable: &Timetable,
     from: DateTime<Utc>,
-    now: DateTime<Utc>,
+    bound: Bound,
 ) -> (VecDeque<DateTime<Utc>>, Option<DateTime<Utc>>) {
     let mut kept = VecDeque::new();
     let mut tick = timetable.first_at_or_after(from);
     let mut enumerated = 0u64;
-    while let Some(run_at) = tick.filter(|t| *t <= now) {
+    while let Some(run_at) = tick.filter(|t| bound.holds(*t)) {
         enumerated += 1;
         if enumerated > MAX_MISSED_ENUMERATED {
-            tick = timetable.next_after(now);
+            tick = bound.next(timetable);
             break;
         }
         if kept.len() == MAX_DROPPED_KEPT {

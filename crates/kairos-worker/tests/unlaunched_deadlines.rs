@@ -33,8 +33,7 @@ fn pause(until: Option<&str>) -> PauseChange<'static> {
 }
 
 /// A schedule `id` (spec, catch-up policy, deadline; overlap `allow`) written at 10:30 and
-/// paused at 10:31
-/// by "ops" ("vendor freeze"), until `until` if given.
+/// paused at 10:31 by "ops" ("vendor freeze"), until `until` if given.
 async fn paused(
     pool: &PgPool,
     id: &str,
@@ -43,12 +42,24 @@ async fn paused(
     deadline_s: Option<i64>,
     until: Option<&str>,
 ) {
+    let times = ("2026-03-09T10:30:00Z", "2026-03-09T10:31:00Z");
+    paused_at(pool, (id, spec, catchup), deadline_s, until, times).await;
+}
+
+/// [`paused`], written and paused at the given times.
+async fn paused_at(
+    pool: &PgPool,
+    (id, spec, catchup): (&str, &str, &str),
+    deadline_s: Option<i64>,
+    until: Option<&str>,
+    (written, paused): (&str, &str),
+) {
     let mut schedule = input(id, spec);
     schedule.catchup_policy = Some(catchup.into());
     schedule.deadline_s = deadline_s;
     schedule.overlap_policy = Some("allow".into());
-    upsert(pool, "2026-03-09T10:30:00Z", schedule).await;
-    registrar(pool, "2026-03-09T10:31:00Z")
+    upsert(pool, written, schedule).await;
+    registrar(pool, paused)
         .pause(id, pause(until), "ops")
         .await
         .expect("pause");
@@ -103,19 +114,16 @@ async fn dropped_missed_ticks_get_a_skipped_run_and_are_late_at_their_deadline()
     let _local = metrics::set_default_local_recorder(&recorder);
     m::zero();
     let (_server, launcher) = dispatcher_support::nats().await;
-    // Every 10 minutes, paused until 12:00; deadlines 5 minutes after each tick.
+    // Every 10 minutes, paused from 11:56 until 12:00 (no tick in between); deadlines 5
+    // minutes after each tick.
     let until = Some("2026-03-09T12:00:00Z");
-    paused(&pool, "none", "*/10 * * * *", "none", Some(300), until).await;
-    paused(
-        &pool,
-        "capped",
-        "*/10 * * * *",
-        "fire_immediately",
-        Some(300),
-        until,
-    )
-    .await;
-    paused(&pool, "no-deadline", "*/10 * * * *", "none", None, until).await;
+    let times = ("2026-03-09T11:55:00Z", "2026-03-09T11:56:00Z");
+    let every = "*/10 * * * *";
+    paused_at(&pool, ("none", every, "none"), Some(300), until, times).await;
+    let capped = ("capped", every, "fire_immediately");
+    paused_at(&pool, capped, Some(300), until, times).await;
+    let plain = ("no-deadline", every, "none");
+    paused_at(&pool, plain, None, until, times).await;
 
     // No planner ran from 12:00 to 12:30; then two at once (max_catchup 1).
     let other = other_pool(&pool).await;
@@ -275,17 +283,28 @@ async fn a_paused_tick_is_late_while_the_schedule_stays_paused() {
     assert_eq!(counter(&handle.render(), m::RUNS_LATE), 4.0);
 
     // A resume by hand continues from now (no catch-up of the paused span): the paused
-    // ticks stay SKIPPED and late; the next tick is planned as usual.
-    registrar(&pool, "2026-03-09T14:40:00Z")
+    // ticks stay SKIPPED and late, the one no sweep saw (15:00) gets its run from the
+    // resume, and the next tick is planned as usual.
+    registrar(&pool, "2026-03-09T15:20:00Z")
         .pause("hourly", PauseChange::default(), "ops")
         .await
         .expect("resume");
-    planner_support::drain(&planner_at(&pool, "2026-03-09T14:59:30Z", 100)).await;
+    registrar(&pool, "2026-03-09T15:21:00Z")
+        .pause("no-deadline", PauseChange::default(), "ops")
+        .await
+        .expect("resume");
+    planner_support::drain(&planner_at(&pool, "2026-03-09T15:59:30Z", 100)).await;
     let after = rows(&pool, "hourly").await;
-    assert_eq!(after.len(), 5, "{after:?}");
+    assert_eq!(after.len(), 6, "{after:?}");
     assert_eq!(after[0], skipped("2026-03-09T11:00:00Z", by_pause));
-    assert_eq!(after[4].0, ts("2026-03-09T15:00:00Z"));
-    assert_eq!(after[4].1, RunStatus::Pending);
+    assert_eq!(after[4], skipped("2026-03-09T15:00:00Z", by_pause));
+    assert_eq!(after[5].0, ts("2026-03-09T16:00:00Z"));
+    assert_eq!(after[5].1, RunStatus::Pending);
+    assert_eq!(
+        runs_of(&pool, "no-deadline").await.len(),
+        1,
+        "only its 16:00 tick"
+    );
 }
 
 #[tokio::test]
