@@ -457,7 +457,8 @@ pub(crate) fn schedule_list(
 }
 
 /// The answer of a dry-run (`?dry_run=true` on an upsert or a deploy): what the change would
-/// do per schedule; nothing was stored.
+/// do per schedule (with `skipped`: the operator's skips among its fire times before and
+/// after, which will not run); nothing was stored.
 pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
     let schedules: Vec<Value> = dry
         .schedules
@@ -469,6 +470,8 @@ pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
                 "next_fire_times_before": one.before.into_iter().map(rfc3339).collect::<Vec<_>>(),
                 "next_fire_times_after": one.after.into_iter().map(rfc3339).collect::<Vec<_>>(),
                 "runs_cancelled": one.runs_cancelled,
+                "skipped": one.skips.into_iter().map(crate::skips::SkipBody::of)
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();

@@ -298,3 +298,57 @@ async fn pause_until_shows_until_and_who_and_bad_until_is_refused() {
         "running: no pause"
     );
 }
+
+#[tokio::test]
+async fn a_dry_run_upsert_shows_the_skipped_fire_times() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    setup(&api).await;
+    let body = json!({"run_at": "2026-03-09T12:00:00Z", "note": "vendor freeze"});
+    let uri = "/schedules/hourly/skips";
+    let (status, _, skip) = call(&api, Method::POST, uri, Some(DEPLOYER), Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{skip}");
+
+    let change = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
+                        "user_id": "u", "cron_expr": "0 * * * *", "timezone": "UTC",
+                        "jitter_ms": 1000});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert?dry_run=true",
+        Some(DEPLOYER),
+        Some(change),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let one = &answer["schedules"][0];
+    assert_eq!(one["change"], "updated", "{answer}");
+    assert_eq!(one["next_fire_times_after"][1], "2026-03-09T12:00:00Z");
+    assert_eq!(
+        one["skipped"],
+        json!([skip]),
+        "the skipped fire time, with who and why"
+    );
+
+    // A change that no longer fires at the skipped time shows no skip after it.
+    let odd = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
+                     "user_id": "u", "cron_expr": "30 * * * *", "timezone": "UTC"});
+    let (status, _, answer) = call(
+        &api,
+        Method::POST,
+        "/schedules/upsert?dry_run=true",
+        Some(DEPLOYER),
+        Some(odd),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let one = &answer["schedules"][0];
+    assert_eq!(one["next_fire_times_before"][1], "2026-03-09T12:00:00Z");
+    assert_eq!(
+        one["skipped"],
+        json!([skip]),
+        "still among the times before"
+    );
+    assert_eq!(skip_count(&pool).await, 1, "nothing stored");
+}

@@ -35,7 +35,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print the next fire times of a schedule spec, offline (no database, no NATS).
+    /// Print the next fire times of a schedule spec, offline (no database, no NATS: a stored
+    /// schedule's skipped occurrences and pause are not known: `GET /schedules/{id}?explain=true`
+    /// shows them).
     Preview(preview::Args),
     /// Run the service: api, planner, dispatcher, status and retention roles.
     Serve(serve::Args),

@@ -3,7 +3,8 @@
 //! [--explain [--schedule-id ID --jitter-ms MS --deadline-s S]]`: offline evaluation of a spec
 //! with the same core the planner uses, calendar rules included; `--explain` says for each
 //! time its wall time and UTC offset, a DST gap shift or which pass of a repeated hour, a
-//! roll, its jitter and its run's deadline, and which times the window removes. Exit 2 with one line on stderr for bad input.
+//! roll, its jitter and its run's deadline, and which times the window removes. Offline, it knows no
+//! stored schedule: skipped occurrences and pauses are not shown. Exit 2 with one line on stderr for bad input.
 
 mod explain;
 

@@ -54,14 +54,17 @@ pub use history::{
 pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
 pub use names::UnknownName;
-pub use plan::{plan, Plan, PlanInput, PlanParams, PlannedRun, MAX_MISSED_ENUMERATED};
+pub use plan::{
+    plan, plan_keeping_dropped, DropReason, DroppedTick, Plan, PlanInput, PlanParams, PlannedRun,
+    MAX_DROPPED_KEPT, MAX_MISSED_ENUMERATED,
+};
 pub use policy::{CatchupPolicy, DstFold, DstGap, OverlapPolicy, PolicyError, Roll};
 pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
 pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
-pub use stored::{skip_reason, Skip};
+pub use stored::{paused_reason, skip_reason, Skip};
 pub use stored::{
     Attempt, Calendar, CalendarRules, FailurePolicy, Run, RunFilter, RunRef, Schedule,
     ScheduleStats,

@@ -8,6 +8,9 @@
 //!   `max_catchup` missed ticks are candidates; older ones are counted as missed.
 //! - A tick within the grace fires normally (late); a future tick fires at `run_at + jitter`.
 //! - Keys always come from `run_at`; jitter from the key.
+//! - [`plan_keeping_dropped`] also returns the newest missed ticks it drops (at most
+//!   [`MAX_DROPPED_KEPT`] per pass; the rest are only counted), for a schedule whose ticks
+//!   have a deadline: each becomes a `SKIPPED` run, late once its deadline passes.
 
 use std::collections::VecDeque;
 
@@ -18,6 +21,11 @@ use crate::{jitter_offset, CatchupPolicy, RunKey, Timetable};
 /// Most missed ticks enumerated one by one in a pass; past it the planner jumps to the
 /// present and reports the count as a lower bound (a year of `* * * * * *` is 31 M ticks).
 pub const MAX_MISSED_ENUMERATED: u64 = 100_000;
+
+/// Most dropped missed ticks [`plan_keeping_dropped`] returns for one schedule in one pass:
+/// the newest ones; older ones are only counted in [`Plan::missed`], as every dropped tick of
+/// a schedule without a deadline is.
+pub const MAX_DROPPED_KEPT: usize = 1_000;
 
 /// The pass-wide knobs (from `[scheduler]` config).
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +70,39 @@ pub struct PlannedRun {
     pub catchup: bool,
 }
 
+/// Why a missed tick was dropped (not fired).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The catch-up policy is `none`.
+    CatchupNone,
+    /// Older than the newest `max_catchup` missed ticks.
+    OlderThanMaxCatchup,
+    /// More than [`MAX_MISSED_ENUMERATED`] ticks behind: none is caught up.
+    TooFarBehind,
+}
+
+impl DropReason {
+    /// The reason a run of the tick records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::CatchupNone => "missed: catch-up none",
+            DropReason::OlderThanMaxCatchup => "missed: older than max_catchup",
+            DropReason::TooFarBehind => "missed: too far behind to catch up",
+        }
+    }
+}
+
+/// A missed tick the plan dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedTick {
+    /// The tick.
+    pub run_at: DateTime<Utc>,
+    /// Its idempotency key (the one a run of it would have).
+    pub key: RunKey,
+    /// Why it was not fired.
+    pub reason: DropReason,
+}
+
 /// The outcome of planning one schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -71,25 +112,39 @@ pub struct Plan {
     pub missed: u64,
     /// `missed` is a lower bound: more than [`MAX_MISSED_ENUMERATED`] were skipped over.
     pub missed_truncated: bool,
+    /// The newest dropped missed ticks, oldest first ([`plan_keeping_dropped`] only; empty
+    /// from [`plan`]). Each is also counted in `missed`.
+    pub dropped: Vec<DroppedTick>,
     /// The first tick not planned; `None` when the schedule is exhausted.
     pub next_run_at: Option<DateTime<Utc>>,
 }
 
 /// Plans one schedule for one pass.
 pub fn plan(input: PlanInput<'_>, params: PlanParams) -> Plan {
+    plan_keeping_dropped(input, params, 0)
+}
+
+/// [`plan`], also returning in [`Plan::dropped`] the newest `keep` (at most
+/// [`MAX_DROPPED_KEPT`]) missed ticks it drops. Ticks never enumerated (past
+/// [`MAX_MISSED_ENUMERATED`], the planner jumps to the present) are not among them.
+pub fn plan_keeping_dropped(input: PlanInput<'_>, params: PlanParams, keep: usize) -> Plan {
     let grace_start = params.now - params.misfire_grace;
     let horizon = params.now + params.lookahead;
     let mut plan = Plan {
         runs: Vec::new(),
         missed: 0,
         missed_truncated: false,
+        dropped: Vec::new(),
         next_run_at: None,
     };
+    let mut dropped = Dropped::new(keep.min(MAX_DROPPED_KEPT));
 
     // 1. Missed ticks: keep the newest `max_catchup` as candidates, count the rest.
-    let keep = match input.catchup {
-        CatchupPolicy::None => 0,
-        CatchupPolicy::FireImmediately | CatchupPolicy::Spread => params.max_catchup as usize,
+    let (keep, drop_reason) = match input.catchup {
+        CatchupPolicy::None => (0, DropReason::CatchupNone),
+        CatchupPolicy::FireImmediately | CatchupPolicy::Spread => {
+            (params.max_catchup as usize, DropReason::OlderThanMaxCatchup)
+        }
     };
     let mut candidates: VecDeque<DateTime<Utc>> = VecDeque::new();
     let mut tick = Some(input.next_run_at);
@@ -100,17 +155,22 @@ pub fn plan(input: PlanInput<'_>, params: PlanParams) -> Plan {
             // Too far behind to pick the newest ticks cheaply: catch up on none of them.
             plan.missed_truncated = true;
             plan.missed += candidates.len() as u64;
-            candidates.clear();
+            for run_at in candidates.drain(..) {
+                dropped.push(run_at, DropReason::TooFarBehind);
+            }
             tick = input.timetable.first_at_or_after(grace_start);
             break;
         }
         candidates.push_back(run_at);
         if candidates.len() > keep {
-            candidates.pop_front();
+            if let Some(oldest) = candidates.pop_front() {
+                dropped.push(oldest, drop_reason);
+            }
             plan.missed += 1;
         }
         tick = input.timetable.next_after(run_at);
     }
+    plan.dropped = dropped.into_ticks(input.schedule_id);
 
     // 2. Catch-up runs.
     match input.catchup {
@@ -150,6 +210,42 @@ pub fn plan(input: PlanInput<'_>, params: PlanParams) -> Plan {
     }
     plan.next_run_at = tick;
     plan
+}
+
+/// The newest dropped ticks, at most `keep` (nothing is kept, nor costs anything, at 0).
+struct Dropped {
+    keep: usize,
+    ticks: VecDeque<(DateTime<Utc>, DropReason)>,
+}
+
+impl Dropped {
+    fn new(keep: usize) -> Dropped {
+        Dropped {
+            keep,
+            ticks: VecDeque::new(),
+        }
+    }
+
+    fn push(&mut self, run_at: DateTime<Utc>, reason: DropReason) {
+        if self.keep == 0 {
+            return;
+        }
+        if self.ticks.len() == self.keep {
+            self.ticks.pop_front();
+        }
+        self.ticks.push_back((run_at, reason));
+    }
+
+    fn into_ticks(self, schedule_id: &str) -> Vec<DroppedTick> {
+        self.ticks
+            .into_iter()
+            .map(|(run_at, reason)| DroppedTick {
+                run_at,
+                key: RunKey::tick(schedule_id, run_at),
+                reason,
+            })
+            .collect()
+    }
 }
 
 fn catchup_runs<'a>(

@@ -18,5 +18,5 @@ pub use calendar::{Calendar, CalendarRules};
 pub use failure::FailurePolicy;
 pub use run::{Attempt, Run, RunFilter};
 pub use schedule::Schedule;
-pub use skip::{skip_reason, Skip};
+pub use skip::{paused_reason, skip_reason, Skip};
 pub use stats::{RunRef, ScheduleStats};

@@ -1,13 +1,15 @@
 //! Dry-runs of a change (`?dry_run=true` on an upsert or a deploy): the real write runs in a
 //! transaction that is rolled back, and the answer says what it would have done — per
 //! schedule created, updated, unchanged or removed, its next fire times before and after, and
-//! how many unpublished runs it would cancel. Nothing is stored: the transaction is dropped,
+//! how many unpublished runs it would cancel, and the operator's skips among those fire
+//! times (they will not run), as a stored schedule's explained preview marks them. Nothing
+//! is stored: the transaction is dropped,
 //! never committed, so no row, revision or notification survives.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use kairos_core::Schedule;
+use kairos_core::{Schedule, Skip};
 use kairos_store::runs;
 use kairos_store::schedules as store;
 use kairos_store::Tx;
@@ -59,6 +61,9 @@ pub struct ScheduleChange {
     pub after: Vec<DateTime<Utc>>,
     /// Unpublished runs the change would cancel.
     pub runs_cancelled: i64,
+    /// The skips of the schedule (`schedule_skips`) among `before` and `after`, in tick
+    /// order: those fire times will not run.
+    pub skips: Vec<Skip>,
 }
 
 /// What a change would do; nothing was stored.
@@ -141,24 +146,46 @@ async fn report(
             Some(stored) if stored.revision == row.revision => Change::Unchanged,
             Some(_) => Change::Updated,
         };
+        let ticks_before = before.ticks.get(id).cloned().unwrap_or_default();
+        let after = next_ticks(tx, row, now).await?;
         changes.push(ScheduleChange {
             schedule_id: id.to_string(),
             change,
-            before: before.ticks.get(id).cloned().unwrap_or_default(),
-            after: next_ticks(tx, row, now).await?,
+            skips: skips_among(tx, id, &ticks_before, &after).await?,
+            before: ticks_before,
+            after,
             runs_cancelled: cancelled(id),
         });
     }
     for id in removed {
+        let ticks_before = before.ticks.get(id).cloned().unwrap_or_default();
         changes.push(ScheduleChange {
             schedule_id: id.clone(),
             change: Change::Removed,
-            before: before.ticks.get(id).cloned().unwrap_or_default(),
+            skips: skips_among(tx, id, &ticks_before, &[]).await?,
+            before: ticks_before,
             after: Vec::new(),
             runs_cancelled: cancelled(id),
         });
     }
     Ok(changes)
+}
+
+/// The skips of `schedule_id` among the fire times before and after the change, read in the
+/// change's transaction (so as the change would leave them), in tick order.
+async fn skips_among(
+    tx: &mut Tx,
+    schedule_id: &str,
+    before: &[DateTime<Utc>],
+    after: &[DateTime<Utc>],
+) -> Result<Vec<Skip>> {
+    let mut ticks: Vec<DateTime<Utc>> = before.iter().chain(after).copied().collect();
+    ticks.sort();
+    ticks.dedup();
+    if ticks.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::skips::among(tx, schedule_id, &ticks).await
 }
 
 impl Registrar {

@@ -38,6 +38,7 @@ pub mod fuzzing;
 mod history;
 mod input;
 mod overview;
+mod paused_ticks;
 mod pauses;
 mod restage;
 mod rules;
@@ -62,6 +63,7 @@ pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,
 };
+pub use paused_ticks::{record_paused_ticks, PausedTicks, PAUSED_SCHEDULES_PER_PASS};
 pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use restage::{restage, Kept};
 pub use rules::{rfc3339, RulesInput};

@@ -179,6 +179,10 @@ async fn change_pause(
     }
     let paused_since = store::paused_at(&mut **tx, schedule_id).await?;
     let timetable = timetable_of(tx, &stored).await?;
+    if let (false, Some(timetable)) = (paused, &timetable) {
+        // A schedule with a deadline: the paused ticks no sweep wrote yet get their run.
+        crate::paused_ticks::record_before_resume(tx, &stored, timetable, resume_at, now).await?;
+    }
     let exhausted = stored.remaining_runs() == Some(0);
     let next_run_at = match (&timetable, paused) {
         (Some(_), false) if exhausted => None,

@@ -38,6 +38,7 @@ pub mod stats;
 pub mod status;
 pub mod timing;
 mod tx;
+pub mod unlaunched;
 pub mod wakeups;
 pub mod workflows;
 

@@ -48,6 +48,8 @@ pub struct DueSchedule {
     /// How many more runs the planner may create (`max_runs` minus the runs it created so
     /// far, never below 0); `None`: no limit.
     pub remaining_runs: Option<i64>,
+    /// Seconds after its tick by which a run must be final; `None`: no deadline.
+    pub deadline_s: Option<i32>,
 }
 
 /// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
@@ -69,7 +71,8 @@ pub async fn claim_due(
         "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, jitter_ms, catchup_policy, created_at, exclude, \
          exclude_calendars, roll, dst_gap, dst_fold, \
-         max_runs - least(scheduled_runs, max_runs) as remaining_runs from schedules \
+         max_runs - least(scheduled_runs, max_runs) as remaining_runs, deadline_s \
+         from schedules \
          where not paused and next_run_at is not null and next_run_at <= $1 \
          order by next_run_at limit $2 for update skip locked",
     )

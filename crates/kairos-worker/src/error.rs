@@ -10,6 +10,9 @@ pub enum Error {
     /// Bringing a run in line with its schedule's new revision failed.
     #[error("dispatcher could not restage a run of a changed schedule")]
     Restage(#[from] kairos_registrar::Error),
+    /// Writing the ticks of paused schedules with a deadline as `SKIPPED` runs failed.
+    #[error("sweeper could not write the ticks of paused schedules with a deadline")]
+    PausedTicks(#[source] kairos_registrar::Error),
 }
 
 /// Result of dispatcher calls.

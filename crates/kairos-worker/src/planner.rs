@@ -8,6 +8,11 @@
 //! statement, then commit. A planner killed anywhere before the commit leaves nothing behind
 //! and releases its locks; the next pass plans the same ticks with the same keys.
 //!
+//! A schedule with a deadline (`deadline_s`) also gets a `SKIPPED` run for each missed tick
+//! its catch-up policy drops (the newest `kairos_core::MAX_DROPPED_KEPT` per pass), so the
+//! sweep marks those ticks late too; a run it plans for a tick the sweep wrote `SKIPPED`
+//! while the schedule was paused takes that row over (`batch.rs`).
+//!
 //! A schedule paused until a time (`paused_until`) that has come is resumed at the start of
 //! a pass, in its transaction, by the registrar's resume (`resume_ended_pauses`).
 //!
@@ -23,22 +28,20 @@
 //! core change), or that names a calendar that is gone, is *parked*: `next_run_at` NULL and `planner_error` set, logged once, so it
 //! cannot wedge the loop. A registrar write of a new spec un-parks it.
 
-use std::collections::HashMap;
+mod batch;
+
 use std::future::Future;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use std::sync::Arc;
-
-use chrono::NaiveDate;
-use kairos_core::{
-    plan, Calendars, CatchupPolicy, NamedCalendar, PlanInput, PlanParams, RunSource, Timetable,
-};
+use kairos_core::{PlanParams, RunSource};
 use kairos_store::calendars;
-use kairos_store::planning::{self, Advances, DueSchedule, RunRows};
-use kairos_store::timing::Decoder;
+use kairos_store::planning;
+use kairos_store::unlaunched;
 use kairos_store::wakeups::{self, SCHEDULES_CHANNEL};
 use kairos_store::{PgPool, Tx};
+
+use batch::{named_calendars, plan_batch};
 
 use crate::crash::crash_point;
 use crate::wake::Wake;
@@ -181,8 +184,22 @@ impl Planner {
         names.dedup();
         let calendars = named_calendars(calendars::dates_of(&mut *tx, &names).await?);
         let batch = plan_batch(&due, &calendars, self.params(now));
-        let inserted =
-            planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, None, now).await?;
+        // Schedules with a deadline only: a tick's run written `SKIPPED` while its schedule
+        // was paused becomes the run planned now, and dropped missed ticks are written
+        // `SKIPPED` (late once their deadline passes). Both are empty for the rest.
+        let revivable = &batch.revivable;
+        let revived = unlaunched::revive_paused(
+            &mut *tx,
+            &revivable.keys,
+            &revivable.run_ats,
+            &revivable.fire_ats,
+            now,
+        )
+        .await?;
+        let inserted = planning::insert_runs(&mut *tx, &batch.runs, RunSource::Schedule, None, now)
+            .await?
+            + revived;
+        unlaunched::insert_skipped(&mut *tx, &batch.dropped, false, now).await?;
         planning::advance(&mut *tx, &batch.advances).await?;
         if inserted > 0 {
             // A run may be due before the time a dispatcher went to sleep until.
@@ -274,136 +291,4 @@ fn log_failure(err: &Error, retry_in: StdDuration) -> StdDuration {
         tracing::error!(error = %crate::error_chain(err), retry_ms = retry_in.as_millis() as u64, "planner pass failed");
     }
     retry_in
-}
-
-/// The writes of one pass.
-#[derive(Debug, Default)]
-struct Batch {
-    runs: RunRows,
-    advances: Advances,
-    missed: u64,
-    parked: usize,
-    catchups: Vec<Catchup>,
-}
-
-/// A schedule that was behind: what the catch-up policy did with its missed ticks.
-#[derive(Debug)]
-struct Catchup {
-    schedule_id: String,
-    policy: CatchupPolicy,
-    /// Ticks older than the grace that were not fired.
-    missed: u64,
-    /// Ticks older than the grace that were planned (fired late).
-    caught_up: u64,
-    /// `missed` is a lower bound.
-    truncated: bool,
-}
-
-impl Catchup {
-    fn log(&self) {
-        tracing::info!(
-            schedule_id = %self.schedule_id,
-            policy = self.policy.as_str(),
-            missed = self.missed,
-            caught_up = self.caught_up,
-            missed_lower_bound = self.truncated,
-            "catch-up applied"
-        );
-    }
-}
-
-fn named_calendars(rows: HashMap<String, Vec<NaiveDate>>) -> Calendars {
-    rows.into_iter()
-        .filter_map(|(name, dates)| {
-            let calendar = NamedCalendar::new(name.clone(), dates).ok()?;
-            Some((name, Arc::new(calendar)))
-        })
-        .collect()
-}
-
-/// Plans every claimed schedule (pure). Each distinct (spec, zone) is parsed once.
-fn plan_batch(due: &[DueSchedule], calendars: &Calendars, params: PlanParams) -> Batch {
-    let mut decoder = Decoder::default();
-    let mut batch = Batch::default();
-    for schedule in due {
-        let timetable = decoder.due(schedule).and_then(|rules| {
-            rules
-                .timetable(calendars)
-                .map_err(|missing| missing.to_string())
-        });
-        match timetable {
-            Ok(timetable) => {
-                let catchup = schedule.catchup_policy;
-                add_plan(&mut batch, schedule, &timetable, catchup, params)
-            }
-            Err(reason) => park(&mut batch, schedule, reason),
-        }
-    }
-    batch
-}
-
-fn add_plan(
-    batch: &mut Batch,
-    schedule: &DueSchedule,
-    timetable: &Timetable,
-    catchup: CatchupPolicy,
-    params: PlanParams,
-) {
-    let input = PlanInput {
-        schedule_id: &schedule.schedule_id,
-        timetable,
-        next_run_at: schedule.next_run_at,
-        jitter_ms: u32::try_from(schedule.jitter_ms).unwrap_or(0),
-        catchup,
-    };
-    let mut plan = plan(input, params);
-    plan.limit_runs(
-        schedule
-            .remaining_runs
-            .map(|n| u64::try_from(n).unwrap_or(0)),
-    );
-    let grace_start = params.now - params.misfire_grace;
-    let caught_up = plan
-        .runs
-        .iter()
-        .filter(|run| run.run_at < grace_start)
-        .count() as u64;
-    if plan.missed > 0 || caught_up > 0 {
-        batch.catchups.push(Catchup {
-            schedule_id: schedule.schedule_id.clone(),
-            policy: catchup,
-            missed: plan.missed,
-            caught_up,
-            truncated: plan.missed_truncated,
-        });
-    }
-    for run in &plan.runs {
-        let rows = &mut batch.runs;
-        rows.idempotency_keys.push(run.key.as_str().to_string());
-        rows.schedule_ids.push(schedule.schedule_id.clone());
-        rows.run_ats.push(run.run_at);
-        rows.fire_ats.push(run.fire_at);
-        rows.workflow_ids.push(schedule.workflow_id.clone());
-        rows.versions.push(schedule.version);
-        rows.user_ids.push(schedule.user_id.clone());
-    }
-    let missed = i64::try_from(plan.missed).unwrap_or(i64::MAX);
-    let planned = i64::try_from(plan.runs.len()).unwrap_or(i64::MAX);
-    batch.advances.push_with_runs(
-        &schedule.schedule_id,
-        plan.next_run_at,
-        missed,
-        None,
-        planned,
-    );
-    batch.missed += plan.missed;
-}
-
-fn park(batch: &mut Batch, schedule: &DueSchedule, reason: String) {
-    tracing::error!(schedule_id = %schedule.schedule_id, reason = %reason,
-        "stored schedule no longer parses; parked (next_run_at cleared) until it is re-registered");
-    batch
-        .advances
-        .push(&schedule.schedule_id, None, 0, Some(reason));
-    batch.parked += 1;
 }

@@ -34,9 +34,34 @@ pub fn skip_reason(skipped_by: &str, note: Option<&str>) -> String {
     }
 }
 
+/// The reason the run of a tick skipped because its schedule was paused records, from who
+/// paused it and the note (either may be unknown).
+pub fn paused_reason(paused_by: Option<&str>, note: Option<&str>) -> String {
+    let mut reason = String::from("paused");
+    if let Some(by) = paused_by {
+        reason.push_str(" by ");
+        reason.push_str(by);
+    }
+    if let Some(note) = note {
+        reason.push_str(": ");
+        reason.push_str(note);
+    }
+    reason
+}
+
 #[cfg(test)]
 mod tests {
-    use super::skip_reason;
+    use super::{paused_reason, skip_reason};
+
+    #[test]
+    fn a_pause_reason_names_who_and_why_when_known() {
+        assert_eq!(
+            paused_reason(Some("ops"), Some("vendor freeze")),
+            "paused by ops: vendor freeze"
+        );
+        assert_eq!(paused_reason(Some("ops"), None), "paused by ops");
+        assert_eq!(paused_reason(None, Some("freeze")), "paused: freeze");
+    }
 
     #[test]
     fn the_reason_names_who_and_why() {
