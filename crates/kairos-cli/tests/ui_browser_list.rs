@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use browser::{
-    browser, count, js, phone, schedule, screenshot, set_viewport, sign_in, tokens_config,
-    wait_text, Api, Driver, DEPLOYER, READER, WAIT,
+    browser, click, count, js, phone, schedule, screenshot, set_viewport, sign_in, tokens_config,
+    type_into, wait_text, Api, Driver, DEPLOYER, READER, WAIT,
 };
 use fantoccini::Locator;
 use serde_json::json;
@@ -115,20 +115,8 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     assert_eq!(count(&client, "#upcoming tbody tr").await, 10);
 
     // Pause with a note, seen through the API and on the page.
-    client
-        .find(Locator::Css("#pause-note"))
-        .await
-        .expect("pause note field")
-        .send_keys("holiday freeze")
-        .await
-        .expect("type note");
-    client
-        .find(Locator::Css("#pause-button"))
-        .await
-        .expect("pause button")
-        .click()
-        .await
-        .expect("pause");
+    type_into(&client, "#pause-note", "holiday freeze").await;
+    click(&client, "#pause-button").await;
     wait_text(&client, "#flash", "Paused nightly-report.").await;
     let got = api
         .call(Method::GET, "/schedules/nightly-report", None)
@@ -139,13 +127,7 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     wait_text(&client, "#pause-note-text", "holiday freeze").await;
 
     // Trigger: the run shows up in the page's run table.
-    client
-        .find(Locator::Css("#trigger-button"))
-        .await
-        .expect("trigger button")
-        .click()
-        .await
-        .expect("trigger");
+    click(&client, "#trigger-button").await;
     wait_text(&client, "#flash", "Triggered nightly-report").await;
     let run = wait_text(&client, "#runs tr.run", "manual").await;
     let key = run.attr("data-key").await.expect("attr").expect("data-key");
@@ -165,13 +147,7 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
             .expect("backfill input");
         input.send_keys(&value).await.expect("type");
     }
-    client
-        .find(Locator::Css("#backfill-preview"))
-        .await
-        .expect("preview button")
-        .click()
-        .await
-        .expect("preview");
+    click(&client, "#backfill-preview").await;
     // What the backfill should create, from the preview API over the same range.
     let preview = api
         .call(
@@ -195,13 +171,7 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
         Some(ticks.to_string())
     );
     shots.push(screenshot(&client, "schedule.png").await);
-    client
-        .find(Locator::Css("#backfill-confirm"))
-        .await
-        .expect("confirm")
-        .click()
-        .await
-        .expect("confirm backfill");
+    click(&client, "#backfill-confirm").await;
     wait_text(&client, "#flash", &format!("{ticks} runs created")).await;
     let runs = api
         .call(Method::GET, "/schedules/nightly-report/runs", None)
@@ -240,20 +210,8 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
         .click()
         .await
         .expect("cancel");
-    client
-        .find(Locator::Css("#cancel-reason"))
-        .await
-        .expect("reason")
-        .send_keys("test run")
-        .await
-        .expect("type reason");
-    client
-        .find(Locator::Css("#cancel-confirm"))
-        .await
-        .expect("confirm cancel")
-        .click()
-        .await
-        .expect("confirm cancel");
+    type_into(&client, "#cancel-reason", "test run").await;
+    click(&client, "#cancel-confirm").await;
     let deadline = Instant::now() + WAIT;
     loop {
         let said = client
@@ -338,13 +296,7 @@ async fn scenario(served: &Served, driver: &Driver) -> Vec<PathBuf> {
     handheld.close().await.expect("close phone");
 
     // A reader: the same pages, no buttons.
-    client
-        .find(Locator::Css("#forget"))
-        .await
-        .expect("forget")
-        .click()
-        .await
-        .expect("forget token");
+    click(&client, "#forget").await;
     sign_in(&client, READER).await;
     wait_text(&client, "#role[data-role='reader']", "Read only").await;
     client

@@ -10,8 +10,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use browser::{
-    browser, click, count, js, loads, report, schedule, screenshot, set_narrow_viewport,
-    set_viewport, wait_status, wait_text, Driver, WAIT,
+    browser, click, count, deploy_open, js, loads, report, schedule, screenshot,
+    set_narrow_viewport, set_viewport, type_into, wait_status, wait_text, Driver, WAIT,
 };
 use fantoccini::Locator;
 use serde_json::{json, Value};
@@ -44,26 +44,12 @@ fn run_page_refresh_delete_and_layout_in_chromium() {
     runtime.block_on(async {
         let base = format!("http://127.0.0.1:{}", served.port);
         let http = reqwest::Client::new();
-        let answer = http
-            .put(format!("{base}/workflows/report/versions/1"))
-            .json(&json!({"dag": {"nodes": [{"id": "a"}]}}))
-            .send()
-            .await
-            .expect("deploy");
-        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
-        for body in [
+        let schedules = [
             schedule("nightly", "0 7 * * *", "UTC", 0),
             schedule("every-five", "*/5 * * * * *", "UTC", 0),
             schedule(LONG_ID, "0 9 * * *", "UTC", 0),
-        ] {
-            let answer = http
-                .post(format!("{base}/schedules/upsert"))
-                .json(&body)
-                .send()
-                .await
-                .expect("upsert");
-            assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
-        }
+        ];
+        deploy_open(&http, &base, &schedules).await;
         let trigger_of = |id: &'static str, request: &'static str| {
             let (http, base) = (http.clone(), base.clone());
             async move {
@@ -288,13 +274,7 @@ fn run_page_refresh_delete_and_layout_in_chromium() {
             .expect("schedule");
         wait_text(&client, "#runs tr.run", "manual").await;
         let shown = count(&client, "#runs tr.run").await;
-        client
-            .find(Locator::Css("#pause-note"))
-            .await
-            .expect("note")
-            .send_keys("typing")
-            .await
-            .expect("type");
+        type_into(&client, "#pause-note", "typing").await;
         let held = loads(&client).await;
         let third = trigger("third").await;
         tokio::time::sleep(Duration::from_secs(12)).await;

@@ -16,8 +16,8 @@ mod support;
 use std::time::Instant;
 
 use browser::{
-    browser, click, js, loads, schedule, sign_in, tokens_config, wait_text, Api, Driver, DEPLOYER,
-    WAIT,
+    browser, click, deploy_open, js, loads, schedule, sign_in, tokens_config, type_into, wait_text,
+    Api, Driver, DEPLOYER, WAIT,
 };
 use chrono::{DurationRound, Utc};
 use fantoccini::{Client, Locator};
@@ -59,15 +59,6 @@ async fn displayed(client: &Client, css: &str) -> bool {
         .expect("displayed")
 }
 
-async fn type_into(client: &Client, css: &str, text: &str) {
-    let field = client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|err| panic!("{css}: {err}"));
-    field.clear().await.expect("clear");
-    field.send_keys(text).await.expect("type");
-}
-
 /// Waits until the page holds its refresh because a form is being edited (so no refresh in
 /// flight can replace the page any more).
 async fn refresh_held(client: &Client) {
@@ -84,20 +75,8 @@ fn operator_page_without_auth() {
     runtime.block_on(async {
         let base = format!("http://127.0.0.1:{}", served.port);
         let http = reqwest::Client::new();
-        let answer = http
-            .put(format!("{base}/workflows/report/versions/1"))
-            .json(&json!({"dag": {"nodes": [{"id": "a"}]}}))
-            .send()
-            .await
-            .expect("deploy");
-        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
-        let answer = http
-            .post(format!("{base}/schedules/upsert"))
-            .json(&schedule("open-report", "0 7 * * *", "Asia/Tokyo", 0))
-            .send()
-            .await
-            .expect("upsert");
-        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+        let open_report = schedule("open-report", "0 7 * * *", "Asia/Tokyo", 0);
+        deploy_open(&http, &base, &[open_report]).await;
         let profile = tempfile::tempdir().expect("profile");
         let client = browser(&driver, &profile).await;
         client
@@ -116,13 +95,7 @@ fn operator_page_without_auth() {
                 .expect("displayed"),
             "no token is asked for with auth.mode = none"
         );
-        client
-            .find(Locator::Css("#pause-button"))
-            .await
-            .expect("pause button")
-            .click()
-            .await
-            .expect("pause");
+        click(&client, "#pause-button").await;
         wait_text(&client, "#flash", "Paused open-report.").await;
         let got: Value = http
             .get(format!("{base}/schedules/open-report"))

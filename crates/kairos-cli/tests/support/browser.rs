@@ -325,6 +325,37 @@ pub async fn report(http: &reqwest::Client, base: &str, key: &str, body: Value) 
     );
 }
 
+/// Deploys workflow `report` version 1 and upserts `schedules` on a server without auth
+/// (`auth.mode = none`), each answered 201.
+pub async fn deploy_open(http: &reqwest::Client, base: &str, schedules: &[Value]) {
+    let answer = http
+        .put(format!("{base}/workflows/report/versions/1"))
+        .json(&json!({"dag": {"nodes": [{"id": "a"}]}}))
+        .send()
+        .await
+        .expect("deploy");
+    assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+    for body in schedules {
+        let answer = http
+            .post(format!("{base}/schedules/upsert"))
+            .json(body)
+            .send()
+            .await
+            .expect("upsert");
+        assert_eq!(answer.status(), reqwest::StatusCode::CREATED, "{body}");
+    }
+}
+
+/// Clears the field `css` and types `text` into it.
+pub async fn type_into(client: &Client, css: &str, text: &str) {
+    let field = client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|err| panic!("{css}: {err}"));
+    field.clear().await.expect("clear");
+    field.send_keys(text).await.expect("type");
+}
+
 /// Clicks `css` once it is on the page.
 pub async fn click(client: &Client, css: &str) {
     // Waits for the element: the page may still be loading its fragment.
