@@ -12,7 +12,7 @@
 //!   than its start timeout that was never re-published, and no run of the window unfinished
 //!   after the settle (the executor reports `SUCCESS` for every launch it receives).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -168,27 +168,7 @@ pub async fn check(
     .bind(window.to)
     .fetch_all(pool)
     .await?;
-    stream_checks(pool, &mut findings, seen).await?;
-    // The executor reports SUCCESS for every launch it receives: a received run that ended
-    // otherwise lost the executor's report.
-    let received: HashSet<&str> = seen.values().map(|m| m.key.as_str()).collect();
-    let ended: Vec<(String, String, Option<String>)> = sqlx::query_as(
-        "select idempotency_key, status, reason from schedule_runs \
-         where run_at between $1 and $2 and status <> 'SUCCESS'",
-    )
-    .bind(window.from)
-    .bind(window.to)
-    .fetch_all(pool)
-    .await?;
-    let misreported: Vec<String> = ended
-        .into_iter()
-        .filter(|(key, _, _)| received.contains(key.as_str()))
-        .map(|(key, status, reason)| format!("{key} {status} ({})", reason.unwrap_or_default()))
-        .collect();
-    findings.misreported += findings.note_all(
-        "run the executor reported SUCCESS for, not SUCCESS in the database",
-        misreported,
-    );
+    stream_checks(pool, window, &mut findings, seen).await?;
     findings.republished_runs =
         sqlx::query_scalar("select count(*) from schedule_runs where republished > 0")
             .fetch_one(pool)
@@ -224,25 +204,16 @@ pub async fn check(
 /// Compares the launch stream (as received) with the runs the database says were published.
 async fn stream_checks(
     pool: &PgPool,
+    window: Window,
     findings: &mut Findings,
     seen: &HashMap<u64, Seen>,
 ) -> Result<()> {
-    let mut sequences_by_id: HashMap<&str, Vec<u64>> = HashMap::new();
-    for (seq, message) in seen {
-        sequences_by_id
-            .entry(message.msg_id.as_str())
-            .or_default()
-            .push(*seq);
-    }
+    let sequences_by_id = by(seen, |message| message.msg_id.as_str());
     findings.redelivered = sequences_by_id
         .keys()
         .filter(|id| id.contains(":r"))
         .count();
-    let twice: Vec<String> = sequences_by_id
-        .iter()
-        .filter(|(_, seqs)| seqs.len() > 1)
-        .map(|(id, seqs)| format!("{id} at stream sequences {seqs:?}"))
-        .collect();
+    let twice = more_than_once(&sequences_by_id);
     findings.doubled += findings.note_all("message id stored more than once", twice);
     let distinct = sequences_by_id.len() as u64;
     if findings.stream_messages > distinct {
@@ -254,21 +225,10 @@ async fn stream_checks(
     }
     // The executor runs every launch message it receives: a key in two messages is a tick
     // run twice, whatever the ids (a lost tail's re-publish under a new id included).
-    let mut sequences_by_key: HashMap<&str, Vec<u64>> = HashMap::new();
-    for (seq, message) in seen {
-        sequences_by_key
-            .entry(message.key.as_str())
-            .or_default()
-            .push(*seq);
-    }
-    let run_twice: Vec<String> = sequences_by_key
-        .iter()
-        .filter(|(_, seqs)| seqs.len() > 1)
-        .map(|(key, seqs)| format!("{key} at stream sequences {seqs:?}"))
-        .collect();
+    let sequences_by_key = by(seen, |message| message.key.as_str());
+    let run_twice = more_than_once(&sequences_by_key);
     findings.executed_twice = run_twice.len() as i64;
     findings.doubled += findings.note_all("tick run twice by the executor", run_twice);
-    let received: HashSet<&str> = seen.values().map(|m| m.key.as_str()).collect();
     let published: Vec<String> = sqlx::query_scalar(
         "select idempotency_key from schedule_runs where published_at is not null",
     )
@@ -276,10 +236,50 @@ async fn stream_checks(
     .await?;
     let never: Vec<String> = published
         .into_iter()
-        .filter(|key| !received.contains(key.as_str()))
+        .filter(|key| !sequences_by_key.contains_key(key.as_str()))
         .collect();
     findings.lost += findings.note_all("published run the executor never received", never);
+    // The executor reports SUCCESS for every launch it receives: a received run that ended
+    // otherwise lost the executor's report.
+    let ended: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "select idempotency_key, status, reason from schedule_runs \
+         where run_at between $1 and $2 and status <> 'SUCCESS'",
+    )
+    .bind(window.from)
+    .bind(window.to)
+    .fetch_all(pool)
+    .await?;
+    let misreported: Vec<String> = ended
+        .into_iter()
+        .filter(|(key, _, _)| sequences_by_key.contains_key(key.as_str()))
+        .map(|(key, status, reason)| format!("{key} {status} ({})", reason.unwrap_or_default()))
+        .collect();
+    findings.misreported += findings.note_all(
+        "run the executor reported SUCCESS for, not SUCCESS in the database",
+        misreported,
+    );
     Ok(())
+}
+
+/// The stream sequences of the messages `seen`, grouped by `field`.
+fn by<'a>(
+    seen: &'a HashMap<u64, Seen>,
+    field: impl Fn(&'a Seen) -> &'a str,
+) -> HashMap<&'a str, Vec<u64>> {
+    let mut grouped: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (seq, message) in seen {
+        grouped.entry(field(message)).or_default().push(*seq);
+    }
+    grouped
+}
+
+/// The groups of more than one message, one line each.
+fn more_than_once(grouped: &HashMap<&str, Vec<u64>>) -> Vec<String> {
+    grouped
+        .iter()
+        .filter(|(_, seqs)| seqs.len() > 1)
+        .map(|(name, seqs)| format!("{name} at stream sequences {seqs:?}"))
+        .collect()
 }
 
 /// A count and up to [`SAMPLES`] lines of a query over the window (`$1`, `$2`) and the

@@ -6,8 +6,6 @@ use chrono::{DateTime, Utc};
 use kairos_core::Schedule;
 use sqlx::PgExecutor;
 
-use crate::rows::ScheduleRow;
-use crate::schedules::COLUMNS;
 use crate::Result;
 
 /// Locks and returns up to `limit` paused schedules whose `paused_until` has come (`<=
@@ -22,19 +20,14 @@ pub async fn claim_pause_ends(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<Schedule>> {
-    let sql = format!(
-        "select {COLUMNS} from schedules \
-         where paused and paused_until is not null and paused_until <= $1 \
-         order by paused_until limit $2 for update skip locked"
-    );
-    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(Schedule::from)
-        .collect())
+    crate::schedules::claim_where(
+        db,
+        "paused and paused_until is not null and paused_until <= $1",
+        "paused_until",
+        now,
+        limit,
+    )
+    .await
 }
 
 /// The earliest `paused_until` of a paused schedule (when a planner must next resume one),

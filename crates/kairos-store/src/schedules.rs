@@ -20,6 +20,33 @@ pub(crate) const COLUMNS: &str =
     dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at, \
     max_in_flight, deadline_s, paused_until, paused_by";
 
+/// Locks and returns up to `limit` schedules matching `filter` (SQL over `schedules`, with
+/// `$1` bound to `now`), in `order`, skipping rows another transaction holds: the shape of
+/// every sweep-like claim of whole schedules (ended pauses, paused ticks to record).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub(crate) async fn claim_where(
+    db: impl sqlx::PgExecutor<'_>,
+    filter: &str,
+    order: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<Vec<kairos_core::Schedule>> {
+    let sql = format!(
+        "select {COLUMNS} from schedules where {filter} \
+         order by {order} limit $2 for update skip locked"
+    );
+    Ok(sqlx::query_as::<_, crate::rows::ScheduleRow>(&sql)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(kairos_core::Schedule::from)
+        .collect())
+}
+
 /// One schedule by id.
 ///
 /// # Errors

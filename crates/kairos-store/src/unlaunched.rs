@@ -16,8 +16,6 @@ use chrono::{DateTime, Utc};
 use kairos_core::Schedule;
 use sqlx::PgExecutor;
 
-use crate::rows::ScheduleRow;
-use crate::schedules::COLUMNS;
 use crate::Result;
 
 /// `SKIPPED` runs to write, as columns: each tick's key, schedule, tick and reason.
@@ -151,18 +149,12 @@ pub async fn claim_paused(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<Schedule>> {
-    let sql = format!(
-        "select {COLUMNS} from schedules \
-         where paused and deadline_s is not null and next_run_at is not null \
-           and next_run_at <= $1 \
-         order by next_run_at limit $2 for update skip locked"
-    );
-    Ok(sqlx::query_as::<_, ScheduleRow>(&sql)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(Schedule::from)
-        .collect())
+    crate::schedules::claim_where(
+        db,
+        "paused and deadline_s is not null and next_run_at is not null and next_run_at <= $1",
+        "next_run_at",
+        now,
+        limit,
+    )
+    .await
 }
