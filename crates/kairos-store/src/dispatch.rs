@@ -186,6 +186,27 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late, \
     r.revision, s.revision as schedule_revision";
 
+/// A claim: the runs `selection` picks (a `where` condition on `schedule_runs r`, with its
+/// order and limit), locked `for update skip locked`, then joined to their schedules. The
+/// lock comes first: a claim walks past every run another round holds (at a burst's tick,
+/// most of the burst), and joining the schedule before the lock read a schedule for each
+/// run walked past (100,000 due runs with 95,000 held elsewhere: 846 ms a claim, 351 ms
+/// with the lock first).
+fn claim_sql(selection: &str) -> String {
+    format!(
+        "with r as materialized ( \
+           select r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, r.status, \
+             r.attempt, r.exclusive, r.workflow_id, r.version, r.user_id, r.overlap_override, \
+             r.released_at, r.revision, r.priority \
+           from schedule_runs r where {selection} for update of r skip locked \
+         ) \
+         select {CLAIM_COLUMNS} from r \
+         left join lateral (select s.overlap_policy, s.revision from schedules s \
+           where s.schedule_id = r.schedule_id) s on true \
+         order by r.priority desc, r.fire_at, r.idempotency_key"
+    )
+}
+
 /// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
 /// `fire_at <= due_by`), highest priority first, then oldest `fire_at`, skipping runs another
 /// transaction holds. `due_by` is `now` plus the dispatcher's pre-staging lead: a run due
@@ -194,7 +215,8 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
 ///
 /// The order is the partial index `schedule_runs_claim` read from its start, so a claim
 /// costs O(`limit`) however many runs are due (the priority is on the run row; joining the
-/// schedule for it made every claim sort every due run).
+/// schedule for it made every claim sort every due run), plus the runs other rounds hold
+/// ahead of them: those are skipped before any schedule is read (`claim_sql`).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -208,14 +230,11 @@ pub async fn claim(
     // Invariant 3: `now` is the database's clock (read by the caller in this transaction).
     // `for update of r skip locked`: another dispatcher's batch is skipped, never waited
     // for, and the locks die with this transaction (invariant 4).
-    let sql = format!(
-        "select {CLAIM_COLUMNS} from schedule_runs r \
-         left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
-         order by r.priority desc, r.fire_at, r.idempotency_key \
-         limit $3 for update of r skip locked",
+    let sql = claim_sql(&format!(
+        "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
+         order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
-    );
+    ));
     Ok(sqlx::query_as(&sql)
         .bind(now)
         .bind(launch_deadline_s)
@@ -236,12 +255,7 @@ pub async fn claim_key(
     now: DateTime<Utc>,
     launch_deadline_s: f64,
 ) -> Result<Option<Claimed>> {
-    let sql = format!(
-        "select {CLAIM_COLUMNS} from schedule_runs r \
-         left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status = 'PENDING' and r.idempotency_key = $3 \
-         for update of r skip locked"
-    );
+    let sql = claim_sql("r.status = 'PENDING' and r.idempotency_key = $3");
     Ok(sqlx::query_as(&sql)
         .bind(now)
         .bind(launch_deadline_s)
