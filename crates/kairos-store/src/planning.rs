@@ -141,9 +141,10 @@ pub async fn insert_runs(
     let done = sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
          source, workflow_id, version, user_id, created_at, updated_at, overlap_override, \
-         priority, revision, deadline_at, deadline_open, reason, finished_at) \
+         priority, revision, schedule_revision, deadline_at, deadline_open, reason, \
+         finished_at) \
          select k, s, r, f, case when sk.run_at is null then 'PENDING' else 'SKIPPED' end, \
-           $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), sc.revision, \
+           $8, w, v, u, $9, $9, $10, coalesce(sc.priority, 0), sc.revision, sc.revision, \
            d.at, d.at is not null, \
            'skipped by ' || sk.skipped_by || coalesce(': ' || sk.note, ''), \
            case when sk.run_at is not null then $9::timestamptz end \
