@@ -44,5 +44,15 @@ pub async fn connect(config: &Config) -> anyhow::Result<PgPool> {
         .context("connect to PostgreSQL (database.url)")?;
     let database = config::redact_url(&config.database.url);
     tracing::info!(%database, "connected to PostgreSQL");
+    match kairos_store::settings::advice(&pool).await {
+        Ok(advice) => {
+            for advice in advice {
+                tracing::warn!(setting = advice.setting, value = %advice.value,
+                    wanted = advice.wanted, "PostgreSQL setting {} is {}, kairos needs {}: {}",
+                    advice.setting, advice.value, advice.wanted, advice.why);
+            }
+        }
+        Err(err) => tracing::warn!(error = %err, "PostgreSQL settings not read"),
+    }
     Ok(pool)
 }

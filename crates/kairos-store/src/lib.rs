@@ -33,6 +33,7 @@ mod rows;
 pub mod runs;
 pub mod schedules;
 pub mod session;
+pub mod settings;
 pub mod skips;
 pub mod stats;
 pub mod status;
