@@ -23,9 +23,12 @@ use crate::Args;
 const STATUS_PREFIX: &str = "kairos.status";
 /// Launch messages handled at once (their reports are published, then their acks awaited).
 const CHUNK: usize = 1_000;
-/// Acknowledgements awaited at once: below the client's limit of 5,000 (past it a publish
-/// waits for an acknowledgement that nobody awaits yet).
-const ACKS_AT_ONCE: usize = 4_000;
+/// Chunks of launch messages handled side by side.
+const CHUNKS_AT_ONCE: usize = 4;
+/// Acknowledgements a chunk leaves unawaited at most: all chunks together stay below the
+/// client's limit of 5,000 (past it a publish waits for an acknowledgement that nobody
+/// awaits yet).
+const ACKS_AT_ONCE: usize = 4_000 / CHUNKS_AT_ONCE;
 
 /// What the executor did for one run attempt.
 #[derive(Debug, Clone)]
@@ -71,19 +74,26 @@ impl Executor {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
-                let mut chunks = messages.ready_chunks(CHUNK);
-                while let Some(chunk) = chunks.next().await {
-                    let launches: Vec<Received> = chunk
-                        .into_iter()
-                        .filter_map(|message| message.ok())
-                        .filter_map(|message| Received::parse(&message.payload))
-                        .collect();
-                    let reported = plan.report(&js, launches).await;
-                    let mut done = sink.lock().expect("not poisoned");
-                    for run in reported {
-                        done.insert((run.received.key.clone(), run.received.attempt), run);
-                    }
-                }
+                // Chunks side by side: one chunk's acknowledgements are awaited while the
+                // next is published, so the executor is not paced by a round trip per chunk.
+                messages
+                    .ready_chunks(CHUNK)
+                    .for_each_concurrent(CHUNKS_AT_ONCE, |chunk| {
+                        let (js, sink) = (&js, &sink);
+                        async move {
+                            let launches: Vec<Received> = chunk
+                                .into_iter()
+                                .filter_map(|message| message.ok())
+                                .filter_map(|message| Received::parse(&message.payload))
+                                .collect();
+                            let reported = plan.report(js, launches).await;
+                            let mut done = sink.lock().expect("not poisoned");
+                            for run in reported {
+                                done.insert((run.received.key.clone(), run.received.attempt), run);
+                            }
+                        }
+                    })
+                    .await;
             }
         });
         Ok(Executor { done, task })
