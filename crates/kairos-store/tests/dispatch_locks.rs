@@ -1,12 +1,15 @@
 //! The dispatch lock of exclusive schedules (`dispatch::lock_schedules`): one transaction
 //! at a time holds a schedule's, another is never made to wait for it, it ends with its
 //! transaction, and a burst of any size fits (a row lock per schedule, not PostgreSQL's
-//! shared lock table, which the advisory locks it replaces overflowed).
+//! shared lock table, which the advisory locks it replaces overflowed). Ahead of a
+//! pre-staged wave (`dispatch::lock_ahead`), a schedule whose earlier run still waits is not
+//! taken, so that run is never held back behind the wave.
 
 use kairos_testkit::TestDb;
 use std::collections::HashSet;
 
-use kairos_store::dispatch::lock_schedules;
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use kairos_store::dispatch::{lock_ahead, lock_schedules};
 use sqlx::PgPool;
 
 async fn schedules(pool: &PgPool, n: i64) {
@@ -113,4 +116,56 @@ async fn a_burst_of_any_size_fits() {
         .expect("30,000 more in another");
     assert_eq!(held.len(), 30_000, "the first transaction's are skipped");
     assert!(held.iter().all(|id| all[30_000..].contains(id)));
+}
+
+/// A `PENDING` run of `schedule` due at `fire_at`.
+async fn pending(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>) {
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+           workflow_id, version, user_id) \
+         values (encode(sha256(convert_to($1 || $2::text, 'UTF8')), 'hex'), $1, $2, $2, \
+           'PENDING', 'w', 1, 'u')",
+    )
+    .bind(schedule)
+    .bind(fire_at)
+    .execute(pool)
+    .await
+    .expect("run");
+}
+
+#[tokio::test]
+async fn ahead_of_a_wave_a_schedule_whose_earlier_run_waits_is_left_for_the_tick() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    schedules(&pool, 4).await;
+    let first = Utc::now()
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("whole seconds")
+        + TimeDelta::seconds(5);
+    // s2 has a run due a second before the wave (another round holds it, or nobody has
+    // claimed it yet); s3 one after it; s4 one at the same moment (another round's).
+    pending(&pool, "s2", first - TimeDelta::seconds(1)).await;
+    pending(&pool, "s3", first + TimeDelta::seconds(1)).await;
+    pending(&pool, "s4", first).await;
+    let mut round = pool.begin().await.expect("begin");
+    let held = lock_ahead(&mut round, &ids(&["s1", "s2", "s3", "s4"]), first)
+        .await
+        .expect("lock ahead");
+    assert_eq!(held, set(&["s1", "s3", "s4"]));
+
+    // Held as at the tick: another round gets only s2, which is left to be locked then.
+    let mut other = pool.begin().await.expect("begin");
+    let got = lock_schedules(&mut other, &ids(&["s1", "s2", "s3", "s4"]))
+        .await
+        .expect("does not wait");
+    assert_eq!(got, set(&["s2"]));
+    // And what another round holds is skipped ahead, never waited for.
+    let mut third = pool.begin().await.expect("begin");
+    let ahead = lock_ahead(&mut third, &ids(&["s1", "s2"]), first)
+        .await
+        .expect("does not wait");
+    assert!(
+        ahead.is_empty(),
+        "s1 is held ahead, s2 at its tick: {ahead:?}"
+    );
 }

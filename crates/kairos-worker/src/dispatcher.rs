@@ -14,7 +14,8 @@
 //!
 //! Pre-staging: a round claims runs due within `prestage` of the database's now and loads
 //! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock
-//! (`clock.rs`), so a burst's database work is done before its tick. An instance holds up
+//! (`clock.rs`), so a burst's database work is done before its tick, the dispatch locks
+//! and blockers of its exclusive schedules included (`ahead.rs`). An instance holds up
 //! to `lanes` rounds at once, each its own transaction and batch (`lanes.rs`): a burst of
 //! several batches is claimed ahead whole, side by side, and its rounds publish together
 //! at the tick.
@@ -25,6 +26,7 @@
 //! start or a planner pass). Runs whose time ran out after their launch are the sweeper's
 //! (`crate::sweep`).
 
+mod ahead;
 mod clock;
 mod decide;
 mod lanes;

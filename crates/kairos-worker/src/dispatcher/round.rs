@@ -11,6 +11,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unlaunchable};
 use kairos_store::Tx;
 
+use super::ahead::{self, Ahead};
 use super::clock::DbClock;
 use super::decide::{decide, Decision};
 use super::restage::restage;
@@ -87,8 +88,10 @@ impl<L: RunLauncher> Dispatcher<L> {
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
         let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
         let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
+        let mut ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
         while let Some(wave) = release.next_wave(&mut waiting).await {
-            let (wave, gone) = restage(&mut tx, wave, &mut waiting, seen, release.now()).await?;
+            let (wave, gone) =
+                restage(&mut tx, wave, &mut waiting, seen, release.now(), &mut ahead).await?;
             withdrawn += gone;
             // A restaged run launches what its schedule launches now: maybe a version
             // deployed after the claim, whose DAG is loaded here (or which fails the run).
@@ -101,7 +104,9 @@ impl<L: RunLauncher> Dispatcher<L> {
             if wave.is_empty() {
                 continue;
             }
-            let decisions = self.decide(&mut tx, &wave).await?;
+            let decisions = self
+                .decide(&mut tx, &wave, std::mem::take(&mut ahead))
+                .await?;
             let publish = self.publishing.start(self.config.launch_timeout);
             let launched = self.launch(&wave, &decisions, &dags, release.clock()).await;
             crash_point("dispatcher_after_ack");
@@ -115,6 +120,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             outcomes.extend(recorded);
             if !waiting.is_empty() {
                 tx = self.next_transaction(tx, &mut waiting, asked).await?;
+                ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
             }
         }
         tx.commit().await?;
@@ -156,25 +162,30 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(tx)
     }
 
-    /// The overlap decisions for `runs` (dispatch locks taken on their exclusive schedules).
-    async fn decide(&self, tx: &mut Tx, runs: &[Claimed]) -> Result<Vec<Decision>> {
+    /// The overlap decisions for `runs` (dispatch locks taken on their exclusive schedules,
+    /// those taken `ahead` kept, and blockers read for every one not read clear ahead).
+    async fn decide(&self, tx: &mut Tx, runs: &[Claimed], ahead: Ahead) -> Result<Vec<Decision>> {
         let exclusive: HashSet<String> = runs
             .iter()
-            .filter(|run| run.overlap_policy != OverlapPolicy::Allow || run.exclusive)
+            .filter(|run| ahead::exclusive(run))
             .map(|run| run.schedule_id.clone())
             .collect();
-        let exclusive: Vec<String> = exclusive.into_iter().collect();
-        let held = dispatch::lock_schedules(tx, &exclusive).await?;
+        let (mut held, mut blockers) = ahead.take(&exclusive);
+        let lock: Vec<String> = exclusive.difference(&held).cloned().collect();
+        held.extend(dispatch::lock_schedules(tx, &lock).await?);
         // The blockers of the schedules held here, and of those held elsewhere whose late
-        // runs the policy decides now (`decide::busy`).
+        // runs the policy decides now (`decide::busy`), but those read clear ahead.
         let mut read: HashSet<String> = held.clone();
         read.extend(
             runs.iter()
                 .filter(|run| run.late)
                 .map(|run| run.schedule_id.clone()),
         );
-        let read: Vec<String> = read.into_iter().collect();
-        let blockers = dispatch::blockers(tx, &read).await?;
+        let read: Vec<String> = read
+            .into_iter()
+            .filter(|id| !blockers.contains_key(id))
+            .collect();
+        blockers.extend(dispatch::blockers(tx, &read).await?);
         Ok(decide(runs, &held, &blockers))
     }
 }

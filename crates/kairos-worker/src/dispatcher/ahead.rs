@@ -1,0 +1,106 @@
+//! Deciding ahead: the dispatch locks and blockers of a pre-staged wave's exclusive
+//! schedules, taken while the round waits for the wave's tick instead of at it.
+//!
+//! At a burst's tick every round of every instance decides at once, and for exclusive
+//! schedules that was two statements over every schedule of the wave (its lock, then what
+//! it has in flight or queued) before the first publish. Taken ahead, the tick reads again
+//! only what may have changed:
+//! - a schedule locked ahead whose blockers were clear (nothing in flight, nothing queued)
+//!   stays clear until the tick: only a dispatcher holding its lock moves one of its runs
+//!   in flight or to `QUEUED`, and a write to it since the claim (restaged at the tick)
+//!   drops what was read ahead;
+//! - a schedule with something in flight or queued is read again at the tick (a run may
+//!   have ended meanwhile), its lock already held;
+//! - a schedule not locked ahead (another round held it, or it has a `PENDING` run due
+//!   before this wave, which must go out first) is locked and read at the tick, as before.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use kairos_core::{OverlapPolicy, RunStatus};
+use kairos_launcher::RunLauncher;
+use kairos_store::dispatch::{self, Blockers, Claimed};
+use kairos_store::Tx;
+
+use super::round::Release;
+use super::{Dispatcher, Result};
+
+/// A wave due sooner than this is decided at once, at its tick: deciding ahead would gain
+/// nothing and cost a statement.
+const AHEAD_MIN: Duration = Duration::from_millis(200);
+
+/// What a round took and read before its next wave's tick.
+#[derive(Debug, Default)]
+pub(super) struct Ahead {
+    /// Exclusive schedules whose dispatch lock the round's transaction took ahead.
+    held: HashSet<String>,
+    /// Of `held`: those with nothing in flight and nothing queued when read.
+    clear: HashMap<String, Blockers>,
+}
+
+impl Ahead {
+    /// Forgets the blockers read ahead for schedules written since the claim: their runs
+    /// are restaged, and their limits read again at the tick.
+    pub(super) fn forget(&mut self, written: &HashSet<String>) {
+        self.clear.retain(|id, _| !written.contains(id));
+    }
+
+    /// Of the wave's `exclusive` schedules: those locked ahead, and the blockers read ahead
+    /// that still stand.
+    pub(super) fn take(
+        self,
+        exclusive: &HashSet<String>,
+    ) -> (HashSet<String>, HashMap<String, Blockers>) {
+        let held = self.held.intersection(exclusive).cloned().collect();
+        let clear = self
+            .clear
+            .into_iter()
+            .filter(|(id, _)| exclusive.contains(id))
+            .collect();
+        (held, clear)
+    }
+}
+
+/// Whether `run` is decided with its schedule's dispatch lock (`round.rs`, `decide`).
+pub(super) fn exclusive(run: &Claimed) -> bool {
+    run.overlap_policy != OverlapPolicy::Allow || run.exclusive
+}
+
+impl<L: RunLauncher> Dispatcher<L> {
+    /// Locks and reads ahead the exclusive schedules of the next wave of `waiting` (the
+    /// runs due at the earliest `fire_at`), when that wave is pre-staged: due at least
+    /// [`AHEAD_MIN`] from now on the database's clock. Nothing otherwise.
+    pub(super) async fn decide_ahead(
+        &self,
+        tx: &mut Tx,
+        waiting: &[Claimed],
+        release: &Release,
+    ) -> Result<Ahead> {
+        let (Release::WhenDue(clock), Some(first)) =
+            (release, waiting.iter().map(|run| run.fire_at).min())
+        else {
+            return Ok(Ahead::default());
+        };
+        if first - clock.now() < TimeDelta::from_std(AHEAD_MIN).unwrap_or_default() {
+            return Ok(Ahead::default());
+        }
+        // A `RETRYING` run holds its schedule already: it is never clear, so it is locked
+        // at the tick like any run decided there.
+        let ids: HashSet<&str> = waiting
+            .iter()
+            .filter(|run| run.fire_at <= first && run.status == RunStatus::Pending)
+            .filter(|run| exclusive(run))
+            .map(|run| run.schedule_id.as_str())
+            .collect();
+        let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
+        let held = dispatch::lock_ahead(tx, &ids, first).await?;
+        let read: Vec<String> = held.iter().cloned().collect();
+        let clear = dispatch::blockers(tx, &read)
+            .await?
+            .into_iter()
+            .filter(|(_, blockers)| blockers.clear())
+            .collect();
+        Ok(Ahead { held, clear })
+    }
+}
