@@ -2,8 +2,9 @@
 //! at a time holds a schedule's, another is never made to wait for it, it ends with its
 //! transaction, and a burst of any size fits (a row lock per schedule, not PostgreSQL's
 //! shared lock table, which the advisory locks it replaces overflowed). Ahead of a
-//! pre-staged wave (`dispatch::lock_ahead`), a schedule whose earlier run still waits is not
-//! taken, so that run is never held back behind the wave.
+//! pre-staged wave (`dispatch::lock_ahead`), only a clear schedule is taken: one whose
+//! earlier run still waits, or with a run in flight or queued, is left for the tick, so
+//! nothing that may go out meanwhile is held back behind the wave.
 
 use kairos_testkit::TestDb;
 use std::collections::HashSet;
@@ -118,54 +119,57 @@ async fn a_burst_of_any_size_fits() {
     assert!(held.iter().all(|id| all[30_000..].contains(id)));
 }
 
-/// A `PENDING` run of `schedule` due at `fire_at`.
-async fn pending(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>) {
+/// A run of `schedule` due at `fire_at`, in `status`.
+async fn stored_run(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>, status: &str) {
     sqlx::query(
         "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
            workflow_id, version, user_id) \
          values (encode(sha256(convert_to($1 || $2::text, 'UTF8')), 'hex'), $1, $2, $2, \
-           'PENDING', 'w', 1, 'u')",
+           $3, 'w', 1, 'u')",
     )
     .bind(schedule)
     .bind(fire_at)
+    .bind(status)
     .execute(pool)
     .await
     .expect("run");
 }
 
 #[tokio::test]
-async fn ahead_of_a_wave_a_schedule_whose_earlier_run_waits_is_left_for_the_tick() {
+async fn ahead_of_a_wave_only_clear_schedules_are_locked_the_rest_at_the_tick() {
     let db = TestDb::new().await;
     let pool = db.pool();
-    schedules(&pool, 4).await;
+    schedules(&pool, 6).await;
     let first = Utc::now()
         .duration_trunc(TimeDelta::seconds(1))
         .expect("whole seconds")
         + TimeDelta::seconds(5);
+    let second = TimeDelta::seconds(1);
     // s2 has a run due a second before the wave (another round holds it, or nobody has
-    // claimed it yet); s3 one after it; s4 one at the same moment (another round's).
-    pending(&pool, "s2", first - TimeDelta::seconds(1)).await;
-    pending(&pool, "s3", first + TimeDelta::seconds(1)).await;
-    pending(&pool, "s4", first).await;
+    // claimed it yet); s3 one after it; s4 one at the same moment (another round's); s5 a
+    // run in flight; s6 a queued one.
+    stored_run(&pool, "s2", first - second, "PENDING").await;
+    stored_run(&pool, "s3", first + second, "PENDING").await;
+    stored_run(&pool, "s4", first, "PENDING").await;
+    stored_run(&pool, "s5", first - second * 60, "STARTED").await;
+    stored_run(&pool, "s6", first - second * 2, "QUEUED").await;
+    let all = ids(&["s1", "s2", "s3", "s4", "s5", "s6"]);
     let mut round = pool.begin().await.expect("begin");
-    let held = lock_ahead(&mut round, &ids(&["s1", "s2", "s3", "s4"]), first)
+    let held = lock_ahead(&mut round, &all, first)
         .await
         .expect("lock ahead");
     assert_eq!(held, set(&["s1", "s3", "s4"]));
 
-    // Held as at the tick: another round gets only s2, which is left to be locked then.
+    // Held as at the tick: another round gets only the others.
     let mut other = pool.begin().await.expect("begin");
-    let got = lock_schedules(&mut other, &ids(&["s1", "s2", "s3", "s4"]))
+    let got = lock_schedules(&mut other, &all)
         .await
         .expect("does not wait");
-    assert_eq!(got, set(&["s2"]));
+    assert_eq!(got, set(&["s2", "s5", "s6"]));
     // And what another round holds is skipped ahead, never waited for.
     let mut third = pool.begin().await.expect("begin");
-    let ahead = lock_ahead(&mut third, &ids(&["s1", "s2"]), first)
+    let ahead = lock_ahead(&mut third, &ids(&["s1", "s3"]), first)
         .await
         .expect("does not wait");
-    assert!(
-        ahead.is_empty(),
-        "s1 is held ahead, s2 at its tick: {ahead:?}"
-    );
+    assert!(ahead.is_empty(), "held ahead by the first round: {ahead:?}");
 }

@@ -114,11 +114,13 @@ pub async fn blockers(
 }
 
 /// Takes, before a pre-staged wave's tick (`first`, the earliest `fire_at` of the round's
-/// runs), the dispatch lock of each of `schedule_ids` that has no `PENDING` run due before
-/// `first`, without waiting. A schedule with an earlier run waiting (another round holds it,
-/// or it is due and not claimed yet) is left to be locked at the tick: held from now, its
-/// earlier run would wait for this wave and go out after it. No advisory-lock fallback
-/// either: such a schedule is locked at the tick, by [`lock_schedules`]. Returns the
+/// runs), the dispatch lock of each of `schedule_ids` that is clear: no run in flight, none
+/// `QUEUED`, and no `PENDING` run due before `first`. Never waits. The others are left to
+/// be locked at the tick, by [`lock_schedules`], so that holding their lock until then
+/// keeps nothing back: a run in flight may end and a queued one be released and published
+/// meanwhile, and an earlier run (another round holds it, or it is due and not claimed
+/// yet) goes out first instead of waiting for this wave. Clear is judged in this
+/// statement's snapshot: read [`blockers`] again for the schedules it returns. Returns the
 /// schedules whose lock this transaction now holds.
 ///
 /// # Errors
@@ -133,8 +135,9 @@ pub async fn lock_ahead(
     }
     // The earlier runs are read once, by the range of the due index before `first` (the
     // runs other rounds hold for the same moments, or none), not by a probe of every
-    // schedule's runs in every partition.
-    let held: Vec<String> = sqlx::query_scalar(
+    // schedule's runs in every partition; runs in flight and queued by the partial indexes
+    // that `blockers` probes.
+    let held: Vec<String> = sqlx::query_scalar(&format!(
         "with earlier as materialized ( \
            select distinct r.schedule_id from schedule_runs r \
            where r.status = 'PENDING' and r.fire_at < $2 \
@@ -142,8 +145,13 @@ pub async fn lock_ahead(
          select l.schedule_id from schedule_dispatch_locks l \
          where l.schedule_id = any($1) \
            and not exists (select 1 from earlier e where e.schedule_id = l.schedule_id) \
+           and not exists (select 1 from schedule_runs f \
+                           where f.schedule_id = l.schedule_id and f.status in {HOLDING}) \
+           and not exists (select 1 from schedule_runs q \
+                           where q.schedule_id = l.schedule_id and q.status = 'QUEUED') \
          for update of l skip locked",
-    )
+        HOLDING = *HOLDING
+    ))
     .bind(schedule_ids)
     .bind(first)
     .fetch_all(&mut *tx)

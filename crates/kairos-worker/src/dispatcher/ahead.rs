@@ -3,16 +3,18 @@
 //!
 //! At a burst's tick every round of every instance decides at once, and for exclusive
 //! schedules that was two statements over every schedule of the wave (its lock, then what
-//! it has in flight or queued) before the first publish. Taken ahead, the tick reads again
-//! only what may have changed:
-//! - a schedule locked ahead whose blockers were clear (nothing in flight, nothing queued)
-//!   stays clear until the tick: only a dispatcher holding its lock moves one of its runs
-//!   in flight or to `QUEUED`, and a write to it since the claim (restaged at the tick)
-//!   drops what was read ahead;
-//! - a schedule with something in flight or queued is read again at the tick (a run may
-//!   have ended meanwhile), its lock already held;
-//! - a schedule not locked ahead (another round held it, or it has a `PENDING` run due
-//!   before this wave, which must go out first) is locked and read at the tick, as before.
+//! it has in flight or queued) before the first publish. Now, ahead of the tick:
+//! - a clear schedule (nothing in flight, nothing queued, no `PENDING` run due before the
+//!   wave) is locked, and its blockers read again under the lock. Clear then, it stays
+//!   clear until the tick: only a dispatcher holding its lock moves one of its runs in
+//!   flight or to `QUEUED`. A write to it since the claim (restaged at the tick) drops what
+//!   was read ahead;
+//! - any other schedule is left to be locked and read at the tick, as before. Holding its
+//!   lock until then would hold back what may go out meanwhile: a queued run released, an
+//!   earlier run another round holds.
+//!
+//! A run that becomes due for a schedule locked ahead (a trigger, a chain) waits for the
+//! wave's tick, at most the pre-staging lead, and is decided after it.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -35,7 +37,7 @@ const AHEAD_MIN: Duration = Duration::from_millis(200);
 pub(super) struct Ahead {
     /// Exclusive schedules whose dispatch lock the round's transaction took ahead.
     held: HashSet<String>,
-    /// Of `held`: those with nothing in flight and nothing queued when read.
+    /// Of `held`: those still clear when read again under the lock (nearly all).
     clear: HashMap<String, Blockers>,
 }
 
