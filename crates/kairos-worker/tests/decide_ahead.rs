@@ -8,19 +8,13 @@ mod dispatcher_support;
 
 use std::time::Duration;
 
-use dispatcher_support::{config, key, nats, run, schedule, statuses, workflow};
+use dispatcher_support::{key, nats, prestaged, run, schedule, statuses, workflow};
 use kairos_core::RunStatus;
 use kairos_store::dispatch::lock_schedules;
 use kairos_store::PgPool;
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
-use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
-
-fn prestaged(lead_ms: u64) -> DispatcherConfig {
-    let mut config = config();
-    config.prestage = Duration::from_millis(lead_ms);
-    config
-}
+use kairos_worker::dispatcher::Dispatcher;
 
 /// Sets `key`'s status as the intake or a dispatcher would have (`exclusive`: it counts
 /// against its schedule's runs in flight).

@@ -5,21 +5,13 @@
 
 mod dispatcher_support;
 
-use std::time::Duration;
-
 use chrono::{DateTime, TimeDelta, Utc};
-use dispatcher_support::{config, key, nats, run, schedule, statuses, workflow};
+use dispatcher_support::{key, nats, prestaged, run, schedule, statuses, workflow};
 use kairos_core::RunStatus;
 use kairos_store::PgPool;
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
-use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
-
-fn prestaged(lead_ms: u64) -> DispatcherConfig {
-    let mut config = config();
-    config.prestage = Duration::from_millis(lead_ms);
-    config
-}
+use kairos_worker::dispatcher::Dispatcher;
 
 fn fast_clock() -> DateTime<Utc> {
     Utc::now() + TimeDelta::minutes(5)

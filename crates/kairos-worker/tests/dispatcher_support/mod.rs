@@ -102,6 +102,13 @@ pub fn config() -> DispatcherConfig {
     config
 }
 
+/// [`config`] with a pre-staging lead of `lead_ms`.
+pub fn prestaged(lead_ms: u64) -> DispatcherConfig {
+    let mut config = config();
+    config.prestage = Duration::from_millis(lead_ms);
+    config
+}
+
 /// Test sweeper settings: a sweep every 20 ms, the default time-outs.
 pub fn sweep_config() -> SweepConfig {
     SweepConfig {
