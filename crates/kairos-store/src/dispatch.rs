@@ -403,10 +403,11 @@ pub async fn next_due_in(
     after: Option<DateTime<Utc>>,
 ) -> Result<Option<std::time::Duration>> {
     // Served by the partial index schedule_runs_due (fire_at only): one index probe, from
-    // `after` when given.
+    // `after` when given. `greatest` skips a NULL, so with no run it would say 0 (due now):
+    // the `case` keeps "none" apart, or an idle dispatcher would claim every few ms.
     let seconds: Option<f64> = sqlx::query_scalar(&format!(
-        "select greatest(extract(epoch from min(fire_at) - coalesce($1::timestamptz, \
-           clock_timestamp())), 0)::float8 \
+        "select case when min(fire_at) is not null then greatest(extract(epoch from \
+           min(fire_at) - coalesce($1::timestamptz, clock_timestamp())), 0)::float8 end \
          from schedule_runs where status in {AWAITING_LAUNCH} \
            and fire_at > coalesce($2::timestamptz, '-infinity')",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
