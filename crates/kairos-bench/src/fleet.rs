@@ -62,7 +62,7 @@ impl Fleet {
             cpu_baseline: vec![0.0; children.len()],
             children,
             ports,
-            clock_ticks: clock_ticks(),
+            clock_ticks: crate::machine::clock_ticks(),
         };
         for i in 0..fleet.ports.len() {
             fleet.wait_ready(i).await?;
@@ -138,6 +138,11 @@ impl Fleet {
         }
     }
 
+    /// The instances' process ids.
+    pub fn instance_pids(&self) -> Vec<u32> {
+        self.pids().collect()
+    }
+
     fn pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.children.iter().filter_map(Child::id)
     }
@@ -166,15 +171,4 @@ fn status_kib(status: &str, key: &str) -> f64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .unwrap_or(0.0)
-}
-
-/// Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`; 100 on Linux/x86_64).
-fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(100.0)
 }

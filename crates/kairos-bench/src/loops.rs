@@ -2,7 +2,8 @@
 //! the executor's reports are applied (every run of the mark final) or the next mark is a
 //! second away, then reads: the executor's last report, when the intake applied each run's
 //! last report (`finished_at`, the database's clock) against when the executor sent it,
-//! reports applied per second, the status stream's backlog, and the ticks `SKIPPED`.
+//! reports applied per second, the status stream's backlog, the ticks `SKIPPED`, and the
+//! cores each process group used from the tick until then (`machine.rs`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use async_nats::jetstream;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::executor::{Executor, Reported};
+use crate::machine::Cores;
 use crate::percentile::percentile;
 use crate::setup::Scratch;
 use crate::Args;
@@ -41,6 +43,8 @@ pub struct LoopFigures {
     pub per_s: f64,
     /// Messages waiting in the status stream when measured.
     pub backlog: u64,
+    /// Cores each process group used from the tick until measured.
+    pub cores: Option<Cores>,
 }
 
 /// The ticks of one mark: planned in `[from, to]`.
@@ -130,6 +134,7 @@ pub async fn measure(
         last_applied_ms: last_applied.map_or(nan, |at| ms(at - tick)),
         per_s,
         backlog,
+        cores: None,
     })
 }
 
@@ -207,6 +212,26 @@ pub fn print_batches(batches: Batches) {
     }
 }
 
+/// Prints where the machine's cores went in each mark, beside how many it has.
+fn print_cores(marks: &[(&str, &LoopFigures)]) {
+    let machine = std::thread::available_parallelism().map_or(0, usize::from);
+    for (label, l) in marks {
+        let Some(cores) = &l.cores else { continue };
+        let groups: Vec<String> = cores
+            .groups
+            .iter()
+            .map(|(group, used)| format!("{group} {used:.2}"))
+            .collect();
+        println!(
+            "{label} cores used from the tick until measured ({:.1} s): {}; all {:.2} of \
+             the machine's {machine}",
+            cores.over_s,
+            groups.join(", "),
+            cores.total()
+        );
+    }
+}
+
 /// Prints the return path's table.
 pub fn print(args: &Args, marks: &[(&str, &LoopFigures)], pg_per_s: Option<f64>, batches: Batches) {
     println!(
@@ -231,6 +256,7 @@ pub fn print(args: &Args, marks: &[(&str, &LoopFigures)], pg_per_s: Option<f64>,
             rates.push(l.per_s);
         }
     }
+    print_cores(marks);
     print_batches(batches);
     if let (Some(limit), false) = (pg_per_s, rates.is_empty()) {
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;

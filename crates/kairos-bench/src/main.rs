@@ -12,7 +12,8 @@
 //! Modes: `burst` (every schedule on the same tick), `spread` (each schedule on its own
 //! second of the minute), `stored` (a burst with many schedules stored that are not due),
 //! `loop` (a burst, and an executor in the bench's process that reports on every run: the
-//! return path, until each run is final in the database), `intake` (the status intake's
+//! return path, until each run is final in the database, and where the machine's cores went
+//! meanwhile: PostgreSQL, nats-server, kairos, the bench), `intake` (the status intake's
 //! capacity: runs written as published, every report sent at once, the time to apply them),
 //! `queue` (a queue behind a long run, and writes of schedules that fire every second).
 
@@ -20,6 +21,7 @@ mod executor;
 mod intake;
 mod leader_kill;
 mod loops;
+mod machine;
 mod queued;
 
 mod consume;

@@ -10,6 +10,7 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use crate::executor::Executor;
 use crate::fleet::Fleet;
 use crate::loops::LoopFigures;
+use crate::machine::CpuSample;
 use crate::setup::Scratch;
 use crate::{Args, Mode};
 
@@ -75,6 +76,13 @@ pub async fn await_marks(
     for (from, to, expected) in windows {
         eprintln!("bench: waiting for ticks {from} … {to}");
         let give_up = to + TimeDelta::seconds(120);
+        let at_tick = match executor {
+            Some(_) => {
+                sleep_until(from).await;
+                Some(CpuSample::take(&fleet.instance_pids()))
+            }
+            None => None,
+        };
         sleep_until(to + TimeDelta::milliseconds(250)).await;
         loop {
             if !unpublished(scratch, from, to).await? {
@@ -93,8 +101,10 @@ pub async fn await_marks(
             let period = TimeDelta::from_std(args.period()).expect("small period");
             let deadline = from + period - TimeDelta::seconds(1);
             let window = crate::loops::Window { from, to };
-            mark.loop_figures =
-                Some(crate::loops::measure(scratch, executor, window, deadline).await?);
+            let mut figures = crate::loops::measure(scratch, executor, window, deadline).await?;
+            figures.cores =
+                at_tick.map(|tick| CpuSample::take(&fleet.instance_pids()).since(&tick));
+            mark.loop_figures = Some(figures);
         }
         marks.push(mark);
     }
