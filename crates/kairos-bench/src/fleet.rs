@@ -147,19 +147,9 @@ impl Fleet {
         self.children.iter().filter_map(Child::id)
     }
 
-    /// User + system CPU seconds of `pid` (fields 14 and 15 of `/proc/<pid>/stat`).
+    /// User + system CPU seconds of `pid` (its own, not its children's).
     fn cpu_s(&self, pid: u32) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // The command name (field 2) may hold spaces; fields are counted after its ')'.
-        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        (ticks(11) + ticks(12)) / self.clock_ticks
+        crate::machine::Stat::read(pid, self.clock_ticks).map_or(0.0, |stat| stat.own_s)
     }
 }
 

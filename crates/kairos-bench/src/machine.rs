@@ -55,7 +55,7 @@ impl CpuSample {
             else {
                 continue;
             };
-            let Some((comm, cpu)) = read_stat(pid, ticks) else {
+            let Some(stat) = Stat::read(pid, ticks) else {
                 continue;
             };
             let group = if instances.contains(&pid) {
@@ -63,13 +63,13 @@ impl CpuSample {
             } else if pid == own {
                 "bench"
             } else {
-                match comm.as_str() {
+                match stat.comm.as_str() {
                     "postgres" => "postgres",
                     "nats-server" => "nats-server",
                     _ => continue,
                 }
             };
-            *seconds.entry(group).or_default() += cpu;
+            *seconds.entry(group).or_default() += stat.own_s + stat.children_s;
         }
         CpuSample {
             at: Instant::now(),
@@ -93,24 +93,38 @@ impl CpuSample {
     }
 }
 
-/// The command name and the CPU seconds of `pid` and of its children it has waited for
-/// (fields 14-17 of `/proc/<pid>/stat`: PostgreSQL's postmaster collects the seconds of
-/// the backends that ended).
-fn read_stat(pid: u32, ticks: f64) -> Option<(String, f64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (head, rest) = stat.rsplit_once(')')?;
-    let comm = head.split_once('(')?.1.to_string();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    Some((
-        comm,
-        (field(11) + field(12) + field(13) + field(14)) / ticks,
-    ))
+/// What `/proc/<pid>/stat` says of a process's CPU.
+#[derive(Debug, Clone)]
+pub struct Stat {
+    /// Its command name.
+    pub comm: String,
+    /// User + system seconds of its own (fields 14 and 15).
+    pub own_s: f64,
+    /// User + system seconds of the children it has waited for (fields 16 and 17:
+    /// PostgreSQL's postmaster collects those of the backends that ended).
+    pub children_s: f64,
+}
+
+impl Stat {
+    /// Reads `pid`'s, with `ticks` clock ticks a second; `None` when it is gone.
+    pub fn read(pid: u32, ticks: f64) -> Option<Stat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) may hold spaces; fields are counted after its ')'.
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_string();
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Some(Stat {
+            comm,
+            own_s: (field(11) + field(12)) / ticks,
+            children_s: (field(13) + field(14)) / ticks,
+        })
+    }
 }
 
 /// Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`; 100 on Linux/x86_64).

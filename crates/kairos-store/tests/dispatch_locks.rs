@@ -6,25 +6,14 @@
 //! earlier run still waits, or with a run in flight or queued, is left for the tick, so
 //! nothing that may go out meanwhile is held back behind the wave.
 
+mod support;
+
 use kairos_testkit::TestDb;
 use std::collections::HashSet;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DurationRound, TimeDelta, Utc};
 use kairos_store::dispatch::{lock_ahead, lock_schedules};
-use sqlx::PgPool;
-
-async fn schedules(pool: &PgPool, n: i64) {
-    sqlx::query(
-        "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, \
-           timezone, overlap_policy) \
-         select 's' || i, 'w', 1, 'u', '* * * * *', 'UTC', 'skip' \
-         from generate_series(1, $1::int8) as i",
-    )
-    .bind(n)
-    .execute(pool)
-    .await
-    .expect("schedules");
-}
+use support::{schedules, stored_run};
 
 fn ids(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| (*name).to_string()).collect()
@@ -117,22 +106,6 @@ async fn a_burst_of_any_size_fits() {
         .expect("30,000 more in another");
     assert_eq!(held.len(), 30_000, "the first transaction's are skipped");
     assert!(held.iter().all(|id| all[30_000..].contains(id)));
-}
-
-/// A run of `schedule` due at `fire_at`, in `status`.
-async fn stored_run(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>, status: &str) {
-    sqlx::query(
-        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
-           workflow_id, version, user_id) \
-         values (encode(sha256(convert_to($1 || $2::text, 'UTF8')), 'hex'), $1, $2, $2, \
-           $3, 'w', 1, 'u')",
-    )
-    .bind(schedule)
-    .bind(fire_at)
-    .bind(status)
-    .execute(pool)
-    .await
-    .expect("run");
 }
 
 #[tokio::test]

@@ -1,0 +1,35 @@
+//! What the store's tests write straight into the tables: schedules and runs with only
+//! the columns a test reads.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+/// Schedules `s1` … `s<n>`, every minute, overlap `skip`.
+pub async fn schedules(pool: &PgPool, n: i64) {
+    sqlx::query(
+        "insert into schedules (schedule_id, workflow_id, version, user_id, cron_expr, \
+           timezone, overlap_policy) \
+         select 's' || i, 'w', 1, 'u', '* * * * *', 'UTC', 'skip' \
+         from generate_series(1, $1::int8) as i",
+    )
+    .bind(n)
+    .execute(pool)
+    .await
+    .expect("schedules");
+}
+
+/// A run of `schedule` due at `fire_at`, in `status`.
+pub async fn stored_run(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>, status: &str) {
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+           workflow_id, version, user_id) \
+         values (encode(sha256(convert_to($1 || $2::text, 'UTF8')), 'hex'), $1, $2, $2, \
+           $3, 'w', 1, 'u')",
+    )
+    .bind(schedule)
+    .bind(fire_at)
+    .bind(status)
+    .execute(pool)
+    .await
+    .expect("run");
+}
