@@ -26,7 +26,6 @@ pub struct Fleet {
     children: Vec<Child>,
     ports: Vec<u16>,
     cpu_baseline: Vec<f64>,
-    clock_ticks: f64,
 }
 
 impl Fleet {
@@ -62,7 +61,6 @@ impl Fleet {
             cpu_baseline: vec![0.0; children.len()],
             children,
             ports,
-            clock_ticks: crate::machine::clock_ticks(),
         };
         for i in 0..fleet.ports.len() {
             fleet.wait_ready(i).await?;
@@ -149,7 +147,8 @@ impl Fleet {
 
     /// User + system CPU seconds of `pid` (its own, not its children's).
     fn cpu_s(&self, pid: u32) -> f64 {
-        crate::machine::Stat::read(pid, self.clock_ticks).map_or(0.0, |stat| stat.own_s)
+        crate::machine::Stat::read(pid, crate::machine::clock_ticks())
+            .map_or(0.0, |stat| stat.own_s)
     }
 }
 

@@ -107,7 +107,7 @@ async fn open(scratch: &Scratch) -> Result<i64> {
 
 /// Prints the figures with the machine's limit beside them.
 pub fn print(args: &Args, figures: &IntakeFigures, usage: &[Usage], limits: Option<&Limits>) {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = crate::machine::cores();
     println!(
         "kairos-bench intake: {} instance(s), {} runs, {} reports (STARTED + SUCCESS each); \
          machine: {cores} cores",

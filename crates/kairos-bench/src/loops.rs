@@ -214,7 +214,7 @@ pub fn print_batches(batches: Batches) {
 
 /// Prints where the machine's cores went in each mark, beside how many it has.
 fn print_cores(marks: &[(&str, &LoopFigures)]) {
-    let machine = std::thread::available_parallelism().map_or(0, usize::from);
+    let machine = crate::machine::cores();
     for (label, l) in marks {
         let Some(cores) = &l.cores else { continue };
         let groups: Vec<String> = cores

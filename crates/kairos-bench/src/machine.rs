@@ -5,6 +5,7 @@
 //! the limit every other figure of the mark runs into.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 /// The groups, in print order.
@@ -127,13 +128,23 @@ impl Stat {
     }
 }
 
-/// Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`; 100 on Linux/x86_64).
+/// Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`, asked once; 100 on
+/// Linux/x86_64).
 pub fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(100.0)
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// The machine's cores (0 when it cannot tell), printed beside every figure bounded by
+/// them.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, usize::from)
 }

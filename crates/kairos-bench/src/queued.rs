@@ -243,7 +243,7 @@ fn print(
     sent: &HashMap<String, DateTime<Utc>>,
     writes: &[(Write, usize, Option<Duration>)],
 ) -> usize {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = crate::machine::cores();
     println!(
         "kairos-bench Queue: {} instance(s), `{QUEUED}` (*/2 s, overlap queue, launch deadline \
          15 s, first run held {} s) + {} schedule(s) every second ({}), {} s; machine: {cores} cores",

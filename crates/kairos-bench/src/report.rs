@@ -50,7 +50,7 @@ pub fn print(
     usage: &[Usage],
     limits: Option<&Limits>,
 ) -> usize {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = crate::machine::cores();
     println!(
         "kairos-bench {:?}: {} instance(s), {} schedules{}, {} mark(s); machine: {cores} cores, {:.1} GiB",
         args.mode,
