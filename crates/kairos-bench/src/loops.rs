@@ -15,6 +15,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::executor::{Executor, Reported};
 use crate::machine::Cores;
 use crate::percentile::percentile;
+use crate::received;
 use crate::setup::Scratch;
 use crate::Args;
 
@@ -45,6 +46,8 @@ pub struct LoopFigures {
     pub backlog: u64,
     /// Cores each process group used from the tick until measured.
     pub cores: Option<Cores>,
+    /// Applied − sent by when the executor received the launch.
+    pub by_received: Vec<received::Bucket>,
 }
 
 /// The ticks of one mark: planned in `[from, to]`.
@@ -98,6 +101,7 @@ pub async fn measure(
     let tick = mark.from;
     let ms = |delta: TimeDelta| delta.num_microseconds().unwrap_or(0) as f64 / 1000.0;
     let mut lags = Vec::new();
+    let mut samples = Vec::new();
     let (mut success, mut skipped, mut unfinished) = (0, 0, 0);
     let mut last_applied: Option<DateTime<Utc>> = None;
     for (key, status, finished_at) in &rows {
@@ -111,6 +115,11 @@ pub async fn measure(
             continue;
         };
         lags.push(ms(*finished_at - sent.last_report_at));
+        samples.push(received::Sample {
+            received_ms: ms(sent.received.at - tick),
+            lag_ms: ms(*finished_at - sent.last_report_at),
+            applied_ms: ms(*finished_at - tick),
+        });
         last_applied = Some(last_applied.map_or(*finished_at, |at| at.max(*finished_at)));
     }
     lags.sort_by(f64::total_cmp);
@@ -135,6 +144,7 @@ pub async fn measure(
         per_s,
         backlog,
         cores: None,
+        by_received: received::buckets(&samples),
     })
 }
 
@@ -257,6 +267,11 @@ pub fn print(args: &Args, marks: &[(&str, &LoopFigures)], pg_per_s: Option<f64>,
         }
     }
     print_cores(marks);
+    let buckets: Vec<(&str, &[received::Bucket])> = marks
+        .iter()
+        .map(|(label, l)| (*label, l.by_received.as_slice()))
+        .collect();
+    received::print(&buckets);
     print_batches(batches);
     if let (Some(limit), false) = (pg_per_s, rates.is_empty()) {
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;

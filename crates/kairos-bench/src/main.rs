@@ -13,7 +13,8 @@
 //! second of the minute), `stored` (a burst with many schedules stored that are not due),
 //! `loop` (a burst, and an executor in the bench's process that reports on every run: the
 //! return path, until each run is final in the database, and where the machine's cores went
-//! meanwhile: PostgreSQL, nats-server, kairos, the bench), `intake` (the status intake's
+//! meanwhile: PostgreSQL, nats-server, kairos, the bench; and applied - sent by when the
+//! launch was received), `intake` (the status intake's
 //! capacity: runs written as published, every report sent at once, the time to apply them),
 //! `queue` (a queue behind a long run, and writes of schedules that fire every second).
 
@@ -23,6 +24,7 @@ mod leader_kill;
 mod loops;
 mod machine;
 mod queued;
+mod received;
 
 mod consume;
 mod deploy;
