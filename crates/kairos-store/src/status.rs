@@ -10,16 +10,14 @@
 //! and the caller tries those reports again in a later batch. So one held row never stalls a
 //! batch of thousands.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
 use chrono::{DateTime, Utc};
-use kairos_core::{Attempt, FailurePolicy, Reported, Run, RunStatus};
+use kairos_core::{Attempt, Reported, Run, RunStatus};
 use sqlx::PgConnection;
 
-use crate::rows::{FailureRow, RunRow};
-use crate::runs::RUN_COLUMNS;
 use crate::Result;
+
+mod lock;
+pub use lock::{lock, Holders, Locked, LockedRun, RECENT_AFTER, RECENT_BEFORE};
 
 /// One status report, as the intake parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,172 +63,6 @@ pub enum Applied {
     },
     /// No run has this key.
     NotFound,
-}
-
-/// A run of the batch, locked by this transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LockedRun {
-    /// The row as it is.
-    pub run: Run,
-    /// Its `exclusive` column: it counts against its schedule's one in flight.
-    pub exclusive: bool,
-    /// Were it to become in flight now, it would be exclusive (its schedule's overlap
-    /// policy is not `allow`, and it is not a `run-launcher/start` run).
-    pub exclusive_now: bool,
-    /// Its schedule's failure handling (the defaults when the schedule is gone).
-    pub failure: FailurePolicy,
-}
-
-/// The batch's runs as [`lock`] found them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Locked {
-    /// The database's clock (or the pinned "now") when they were locked: the time every
-    /// change of the batch records.
-    pub now: DateTime<Utc>,
-    /// The runs locked, by key.
-    pub runs: HashMap<String, LockedRun>,
-    /// Keys of runs that exist but another transaction holds: try them again later.
-    pub busy: Vec<String>,
-    /// For the exclusive schedules of the batch's `PENDING` runs: the runs holding each
-    /// (`runs_in_flight`), and its limit.
-    pub holders: HashMap<String, Holders>,
-}
-
-/// The runs holding an exclusive schedule, and how many may.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Holders {
-    /// Keys of the runs in flight.
-    pub keys: Vec<String>,
-    /// The schedule's `max_in_flight` (one when unset).
-    pub limit: i64,
-}
-
-impl Holders {
-    /// A run, other than `key`, that keeps `key` out: the schedule holds its limit of
-    /// other runs. `None` when `key` may take a slot.
-    pub fn blocking(&self, key: &str) -> Option<&str> {
-        let mut others = self.keys.iter().filter(|k| *k != key);
-        let first = others.clone().next()?;
-        let n = i64::try_from(others.by_ref().count()).unwrap_or(i64::MAX);
-        (n >= self.limit).then_some(first.as_str())
-    }
-
-    /// `key` left the schedule's runs in flight.
-    pub fn leave(&mut self, key: &str) {
-        self.keys.retain(|k| k != key);
-    }
-
-    /// `key` holds the schedule now.
-    pub fn enter(&mut self, key: &str) {
-        if !self.keys.iter().any(|k| k == key) {
-            self.keys.push(key.to_string());
-        }
-    }
-}
-
-/// `RUN_COLUMNS` qualified with the alias `r`, for statements that join other tables.
-fn run_columns_of_r() -> &'static str {
-    static COLUMNS: OnceLock<String> = OnceLock::new();
-    COLUMNS.get_or_init(|| {
-        RUN_COLUMNS
-            .split(',')
-            .map(|column| format!("r.{}", column.trim()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    })
-}
-
-/// Locks the runs named by `keys` that no other transaction holds, in key order (so two
-/// batches never deadlock), with what deciding their reports needs.
-///
-/// # Errors
-/// [`crate::Error::Database`] when a statement fails.
-pub async fn lock(
-    db: &mut PgConnection,
-    keys: &[String],
-    pinned: Option<DateTime<Utc>>,
-) -> Result<Locked> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        #[sqlx(flatten, try_from = "RunRow")]
-        run: Run,
-        exclusive: bool,
-        exclusive_now: bool,
-        #[sqlx(flatten, try_from = "FailureRow")]
-        failure: FailurePolicy,
-    }
-    let sql = format!(
-        "select {}, r.exclusive, \
-           r.source <> 'api' and coalesce(s.overlap_policy <> 'allow', false) as exclusive_now, \
-           coalesce(s.max_attempts, 1) as max_attempts, s.retry_intervals_s, \
-           s.retry_backoff_initial_s, s.retry_backoff_multiplier, s.retry_backoff_max_s, \
-           s.heartbeat_timeout_s, s.start_timeout_s \
-         from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
-         where r.idempotency_key = any($1) \
-         order by r.idempotency_key, r.run_at \
-         for update of r skip locked",
-        run_columns_of_r()
-    );
-    let now: DateTime<Utc> = sqlx::query_scalar("select coalesce($1, clock_timestamp())")
-        .bind(pinned)
-        .fetch_one(&mut *db)
-        .await?;
-    let rows: Vec<Row> = sqlx::query_as(&sql).bind(keys).fetch_all(&mut *db).await?;
-    let runs: HashMap<String, LockedRun> = rows
-        .into_iter()
-        .map(|row| {
-            let locked = LockedRun {
-                exclusive: row.exclusive,
-                exclusive_now: row.exclusive_now,
-                failure: row.failure,
-                run: row.run,
-            };
-            (locked.run.idempotency_key.clone(), locked)
-        })
-        .collect();
-    let missing: Vec<&String> = keys.iter().filter(|k| !runs.contains_key(*k)).collect();
-    // A plain read never waits for a row lock: a key it finds is held by another
-    // transaction; one it does not find names no run.
-    let busy: Vec<String> = if missing.is_empty() {
-        Vec::new()
-    } else {
-        sqlx::query_scalar(
-            "select idempotency_key from schedule_runs where idempotency_key = any($1)",
-        )
-        .bind(missing)
-        .fetch_all(&mut *db)
-        .await?
-    };
-    let contested: Vec<&str> = runs
-        .values()
-        .filter(|locked| locked.run.status == RunStatus::Pending && locked.exclusive_now)
-        .map(|locked| locked.run.schedule_id.as_str())
-        .collect();
-    let mut holders: HashMap<String, Holders> = HashMap::new();
-    if !contested.is_empty() {
-        // One row per contested schedule with no run in flight, so each has its limit.
-        let rows: Vec<(String, Option<String>, i64)> = sqlx::query_as(
-            "select ids.id, f.idempotency_key, coalesce(s.max_in_flight, 1)::int8 \
-             from (select distinct id from unnest($1::text[]) as u(id)) ids \
-             left join schedules s on s.schedule_id = ids.id \
-             left join runs_in_flight f on f.schedule_id = ids.id \
-             order by ids.id, f.slot",
-        )
-        .bind(contested)
-        .fetch_all(&mut *db)
-        .await?;
-        for (schedule_id, key, limit) in rows {
-            let held = holders.entry(schedule_id).or_default();
-            held.keys.extend(key);
-            held.limit = limit;
-        }
-    }
-    Ok(Locked {
-        now,
-        runs,
-        busy,
-        holders,
-    })
 }
 
 /// A run whose row the batch changed: its new state.
