@@ -40,3 +40,7 @@ pub(crate) static REVIVABLE: LazyLock<String> =
 /// Runs nothing moves any more ([`RunStatus::terminal`]): a late run in this set has its
 /// deadline closed (`kairos_store::deadlines`).
 pub(crate) static TERMINAL: LazyLock<String> = LazyLock::new(|| list(RunStatus::terminal));
+
+/// Runs waiting behind their `queue` schedule's runs in flight (partial index
+/// `schedule_runs_queued`).
+pub(crate) static QUEUED: LazyLock<String> = LazyLock::new(|| list(|s| s == RunStatus::Queued));

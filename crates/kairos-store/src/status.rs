@@ -212,6 +212,10 @@ async fn insert_attempts(db: &mut PgConnection, attempts: &[FinishedAttempt]) ->
 
 /// Frees the oldest `QUEUED` run of each schedule in `schedules` for each time it is
 /// named there (a run of it in flight ended), and wakes the dispatchers when any was freed.
+/// Only `queue` schedules (or ones that were) have `QUEUED` runs, so the statement first
+/// asks whether any run at all is `QUEUED` (one probe of the empty partial index per
+/// partition), and looks up the batch's schedules only then: under `skip`, every batch
+/// names hundreds of schedules whose run ended.
 async fn release_queued(
     db: &mut PgConnection,
     schedules: &[String],
@@ -220,7 +224,8 @@ async fn release_queued(
     if schedules.is_empty() {
         return Ok(0);
     }
-    let released: i64 = sqlx::query_scalar(
+    // The QUEUED group is written into the text: bound, it would hide the partial index.
+    let released: i64 = sqlx::query_scalar(&format!(
         "with ended as ( \
            select id, count(*) as n from unnest($1::text[]) as u(id) group by id \
          ), pick as ( \
@@ -228,7 +233,8 @@ async fn release_queued(
              select w.idempotency_key, w.run_at, w.schedule_id, row_number() over ( \
                partition by w.schedule_id order by w.fire_at, w.idempotency_key) as nth \
              from schedule_runs w \
-             where w.schedule_id = any($1) and w.status = $3) w \
+             where w.schedule_id = any($1) and w.status in {QUEUED} \
+               and exists (select 1 from schedule_runs x where x.status in {QUEUED})) w \
            join ended on ended.id = w.schedule_id where w.nth <= ended.n \
          ), released as ( \
            update schedule_runs q set status = $4, reason = null, released_at = $2, \
@@ -237,7 +243,8 @@ async fn release_queued(
              and q.run_at = pick.run_at and q.status = $3 \
            returning 1 \
          ) select count(*) from released",
-    )
+        QUEUED = *crate::groups::QUEUED
+    ))
     .bind(schedules)
     .bind(now)
     .bind(RunStatus::Queued.as_str())
