@@ -1,5 +1,6 @@
 //! Executor status reports, applied a batch at a time: [`lock`] takes the batch's runs (one
-//! statement), the caller decides each report with `kairos_core::judge` in order, and
+//! statement among the recent partitions, a second for keys not found there), the caller
+//! decides each report with `kairos_core::judge` in order, and
 //! [`write`] records every changed run, every finished attempt and the release of the next
 //! `QUEUED` run of each exclusive schedule whose run ended (one statement each, `unnest` of
 //! the batch). Both run in the caller's transaction, so a batch is recorded whole or not at
