@@ -7,9 +7,10 @@
 //! all.
 //!
 //! A run another transaction holds (a dispatcher's claim that has not committed, another
-//! instance's batch) is not waited for: [`lock`] skips it and names it in [`Locked::busy`],
-//! and the caller tries those reports again in a later batch. So one held row never stalls a
-//! batch of thousands.
+//! instance's batch) is not waited for: [`lock`] skips it and names it in [`Locked::busy`]
+//! (with its holder's transaction in [`Locked::holding`] when it can be told), and the
+//! caller tries those reports again in a later batch, once [`ended`] says the holder is over
+//! or a timer runs out. So one held row never stalls a batch of thousands.
 
 use chrono::{DateTime, Utc};
 use kairos_core::{Attempt, Reported, Run, RunStatus};
@@ -18,7 +19,7 @@ use sqlx::PgConnection;
 use crate::Result;
 
 mod lock;
-pub use lock::{lock, Holders, Locked, LockedRun, RECENT_AFTER, RECENT_BEFORE};
+pub use lock::{ended, lock, Holders, Locked, LockedRun, RECENT_AFTER, RECENT_BEFORE};
 
 /// One status report, as the intake parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]

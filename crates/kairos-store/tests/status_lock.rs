@@ -1,7 +1,8 @@
 //! `status::lock` finds a report's run whatever its partition: first among the runs of the
 //! last day (and the next hour), then, for the keys not found there, among all. A run held
-//! by another transaction is named busy in either look; an unknown key is neither locked
-//! nor busy.
+//! by another transaction is named busy in either look, with that transaction, which
+//! `status::ended` tells apart from one that has ended; an unknown key is neither locked nor
+//! busy.
 
 mod support;
 
@@ -50,6 +51,10 @@ async fn runs_are_found_in_every_partition_recent_first() {
     .await
     .expect("hold");
     assert_eq!(held.len(), 2);
+    let holder: i64 = sqlx::query_scalar("select pg_current_xact_id()::text::int8")
+        .fetch_one(&mut *other)
+        .await
+        .expect("holder");
 
     let mut tx = pool.begin().await.expect("begin");
     let locked = status::lock(&mut tx, &keys, Some(now)).await.expect("lock");
@@ -70,6 +75,26 @@ async fn runs_are_found_in_every_partition_recent_first() {
     assert_eq!(busy, expected_busy, "held runs, recent or not, are busy");
     assert!(!locked.runs.contains_key(&unknown) && !locked.busy.contains(&unknown));
     assert_eq!(locked.now, now);
+    assert_eq!(
+        locked.holding.get(&keys[3]),
+        Some(&holder),
+        "the holder is told"
+    );
+    assert_eq!(locked.holding.get(&keys[4]), Some(&holder));
+    assert_eq!(locked.holding.len(), 2);
+    assert!(
+        status::ended(&pool, &[holder])
+            .await
+            .expect("ended")
+            .is_empty(),
+        "the holder is in progress"
+    );
+    other.commit().await.expect("commit");
+    assert_eq!(
+        status::ended(&pool, &[holder]).await.expect("ended"),
+        vec![holder],
+        "the holder has committed"
+    );
 
     // The lock is taken: another batch skips these runs and names them busy.
     let mut third = pool.begin().await.expect("begin");

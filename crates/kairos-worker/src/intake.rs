@@ -8,6 +8,7 @@
 mod applier;
 mod cancel;
 mod fold;
+mod held;
 mod replicated;
 mod spans;
 

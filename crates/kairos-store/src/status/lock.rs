@@ -5,13 +5,17 @@
 //! dozens. Nearly every report is about a run of the last hours, so a batch's keys are first
 //! looked for among the runs of [`RECENT_BEFORE`] to [`RECENT_AFTER`] around now (the
 //! partitions of those days alone), and only the keys not found there in every partition.
+//!
+//! A run another transaction holds is named busy, with the holder's transaction id when it
+//! can be told ([`Locked::holding`]), so the caller can try it again as soon as [`ended`]
+//! says that transaction is over instead of on a timer alone.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use kairos_core::{FailurePolicy, Run, RunStatus};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgExecutor};
 
 use crate::rows::{FailureRow, RunRow};
 use crate::runs::RUN_COLUMNS;
@@ -48,6 +52,9 @@ pub struct Locked {
     pub runs: HashMap<String, LockedRun>,
     /// Keys of runs that exist but another transaction holds: try them again later.
     pub busy: Vec<String>,
+    /// For the busy runs whose holding transaction could be told: its full id (`xid8`), for
+    /// [`ended`].
+    pub holding: HashMap<String, i64>,
     /// For the exclusive schedules of the batch's `PENDING` runs: the runs holding each
     /// (`runs_in_flight`), and its limit.
     pub holders: HashMap<String, Holders>,
@@ -115,21 +122,59 @@ pub async fn lock(
         .await?;
     let recent = Some((now - RECENT_BEFORE, now + RECENT_AFTER));
     let mut runs = lock_runs(db, keys, recent).await?;
-    let mut busy = held(db, &not_in(keys, &runs, &[]), recent).await?;
+    let mut holding = held(db, &not_in(keys, &runs, &[]), recent).await?;
+    let mut busy: Vec<String> = holding.iter().map(|(key, _)| key.clone()).collect();
     let rest = not_in(keys, &runs, &busy);
     if !rest.is_empty() {
         let older = lock_runs(db, &rest, None).await?;
         let missing = not_in(&rest, &older, &[]);
         runs.extend(older);
-        busy.extend(held(db, &missing, None).await?);
+        let more = held(db, &missing, None).await?;
+        busy.extend(more.iter().map(|(key, _)| key.clone()));
+        holding.extend(more);
     }
     let holders = holders(db, &runs).await?;
     Ok(Locked {
         now,
         runs,
         busy,
+        holding: holding
+            .into_iter()
+            .filter_map(|(key, xid)| Some((key, xid?)))
+            .collect(),
         holders,
     })
+}
+
+/// Of the transactions `xids` (full ids, from [`Locked::holding`]), those no longer in
+/// progress: committed, rolled back, or too old to tell. An id at or past the snapshot's
+/// `xmax` has not ended (and is not asked about: it may not have been given out).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn ended(db: impl PgExecutor<'_>, xids: &[i64]) -> Result<Vec<i64>> {
+    Ok(sqlx::query_scalar(
+        "select x from unnest($1::int8[]) as u(x) \
+         where case when x < pg_snapshot_xmax(pg_current_snapshot())::text::int8 \
+           then pg_xact_status(x::text::xid8) is distinct from 'in progress' else false end",
+    )
+    .bind(xids)
+    .fetch_all(db)
+    .await?)
+}
+
+/// The full id of the 32-bit transaction id `xid` (a row's `xmax`), given a full id
+/// `reference` taken at the same time (the snapshot's `xmax`): the one nearest to it, since a
+/// transaction holding a row now is far less than 2^31 ids away. `None` for an id no
+/// transaction ever had (0, and the reserved 1 and 2). A row several transactions lock
+/// carries a multixact id instead, which this cannot tell apart, so a caller never relies on
+/// it alone.
+pub(crate) fn full_xid(xid: i64, reference: i64) -> Option<i64> {
+    let xid = u32::try_from(xid).ok().filter(|xid| *xid >= 3)?;
+    let low = (reference & i64::from(u32::MAX)) as u32;
+    #[allow(clippy::cast_possible_wrap)]
+    let delta = xid.wrapping_sub(low) as i32;
+    Some(reference + i64::from(delta)).filter(|full| *full >= 3)
 }
 
 /// The keys of `keys` neither in `runs` nor in `busy`.
@@ -204,24 +249,31 @@ async fn lock_runs(
 }
 
 /// The keys of `missing` (in `window`, when given) that name a run: a lock that skipped
-/// them means another transaction holds them. A plain read never waits for a row lock.
+/// them means another transaction holds them. With each, the holder's full transaction id
+/// when the row's `xmax` tells it. A plain read never waits for a row lock.
 async fn held(
     db: &mut PgConnection,
     missing: &[String],
     window: Option<(DateTime<Utc>, DateTime<Utc>)>,
-) -> Result<Vec<String>> {
+) -> Result<Vec<(String, Option<i64>)>> {
     if missing.is_empty() {
         return Ok(Vec::new());
     }
     let sql = format!(
-        "select idempotency_key from schedule_runs where {}",
+        "select idempotency_key, xmax::text::int8, \
+           pg_snapshot_xmax(pg_current_snapshot())::text::int8 \
+         from schedule_runs where {}",
         among(window, "")
     );
-    let mut query = sqlx::query_scalar(&sql).bind(missing);
+    let mut query = sqlx::query_as::<_, (String, i64, i64)>(&sql).bind(missing);
     if let Some((from, to)) = window {
         query = query.bind(from).bind(to);
     }
-    Ok(query.fetch_all(&mut *db).await?)
+    let rows = query.fetch_all(&mut *db).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, xmax, next)| (key, full_xid(xmax, next)))
+        .collect())
 }
 
 /// For the exclusive schedules of `runs`' `PENDING` runs: the runs holding each, and its
@@ -255,4 +307,31 @@ async fn holders(
         }
     }
     Ok(holders)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::full_xid;
+
+    #[test]
+    fn a_rows_xmax_is_placed_nearest_the_snapshot() {
+        let epoch = 5_i64 << 32;
+        assert_eq!(full_xid(1_000, epoch + 2_000), Some(epoch + 1_000));
+        // A holder still running may be past the snapshot's xmax.
+        assert_eq!(full_xid(2_500, epoch + 2_000), Some(epoch + 2_500));
+        // Issued before the low half wrapped: the epoch before.
+        assert_eq!(
+            full_xid(4_000_000_000, epoch + 2_000),
+            Some((4_i64 << 32) + 4_000_000_000)
+        );
+        // Issued after it wrapped, the snapshot from before.
+        assert_eq!(
+            full_xid(10, (4_i64 << 32) + 4_294_967_000),
+            Some(epoch + 10)
+        );
+        assert_eq!(full_xid(0, epoch + 2_000), None, "no holder");
+        assert_eq!(full_xid(2, epoch + 2_000), None, "reserved");
+        assert_eq!(full_xid(4_000_000_000, 2_000), None, "before the first id");
+        assert_eq!(full_xid(1_i64 << 32, epoch), None, "not a 32-bit id");
+    }
 }

@@ -6,8 +6,8 @@
 //! caller. No report waits for a timer: an idle intake applies a lone report at once.
 //!
 //! - A run another transaction holds is not waited for; its reports are tried again in a
-//!   later batch, after [`BUSY_RETRY`] (doubling while it stays held, at most
-//!   [`BUSY_RETRY_MAX`]), and later reports about it wait behind them.
+//!   later batch, once that transaction has ended or a timer runs out (`held.rs`), and
+//!   later reports about it wait behind them.
 //! - A batch that fails as a whole is rolled back and tried again ([`TRIES`], with
 //!   back-off). When the server keeps refusing a statement of it (a constraint a report
 //!   ran into), it is split in halves until the report that causes it fails alone; a
@@ -16,7 +16,7 @@
 //! - Back-pressure: at most [`MAX_WAITING`] reports wait; callers then wait to hand theirs
 //!   in.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use kairos_store::{PgPool, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use super::fold::{fold, Answer, Item};
+use super::held::{Held, Keyed};
 use super::Error;
 use crate::crash::crash_point;
 use crate::metrics;
@@ -33,12 +34,6 @@ use crate::metrics;
 pub const MAX_BATCH: usize = 5_000;
 /// Most reports waiting for the applier before callers wait to hand theirs in.
 pub const MAX_WAITING: usize = 20_000;
-/// How long reports about a run another transaction holds wait before they are tried again
-/// (doubled at every try that finds it still held).
-pub const BUSY_RETRY: Duration = Duration::from_millis(20);
-/// The longest wait between two tries of a held run (a dispatcher's round holds its runs
-/// until it commits, a few seconds after a burst's tick at most).
-pub const BUSY_RETRY_MAX: Duration = Duration::from_millis(500);
 /// Tries of a whole batch before it is split (or, when the connection is the trouble,
 /// failed).
 pub const TRIES: u32 = 3;
@@ -55,6 +50,12 @@ struct Job {
 #[derive(Debug, Clone)]
 pub(crate) struct Applier {
     jobs: mpsc::Sender<Job>,
+}
+
+impl Keyed for Job {
+    fn key(&self) -> &str {
+        &self.item.key
+    }
 }
 
 impl std::fmt::Debug for Job {
@@ -98,8 +99,13 @@ impl Applier {
 /// next try has come.
 async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
     let mut held = Held::default();
+    let mut polled = Instant::now();
     let mut open = true;
     loop {
+        if held.polling() && polled.elapsed() >= super::held::HOLDER_POLL {
+            poll_holders(&pool, &mut held).await;
+            polled = Instant::now();
+        }
         let mut batch = held.due(Instant::now());
         if batch.is_empty() {
             tokio::select! {
@@ -107,7 +113,7 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
                     Some(job) => held.admit(job, &mut batch),
                     None => open = false,
                 },
-                () = held.next_try() => {}
+                () = wake_at(held.next_wake(polled)) => {}
             }
             if !open && held.is_empty() {
                 return;
@@ -127,78 +133,21 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
     }
 }
 
-/// Reports about runs another transaction held, by run, each run's in their order, with
-/// when to try them again: after [`BUSY_RETRY`], doubling on every try that finds the run
-/// still held, up to [`BUSY_RETRY_MAX`]. A report about a held run that arrives meanwhile
-/// waits behind the ones before it, so a run's reports still apply in their order.
-#[derive(Debug, Default)]
-struct Held {
-    runs: HashMap<String, HeldRun>,
-    /// Tries so far of the runs taken by the last `due`, for the back-off of those that
-    /// come back busy.
-    retried: HashMap<String, u32>,
+/// Resolves at `at` (never, when `None`).
+async fn wake_at(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
-#[derive(Debug)]
-struct HeldRun {
-    next_try: Instant,
-    tries: u32,
-    jobs: Vec<Job>,
-}
-
-impl Held {
-    fn is_empty(&self) -> bool {
-        self.runs.is_empty()
-    }
-
-    /// Into `batch`, unless reports about its run are held: then behind them.
-    fn admit(&mut self, job: Job, batch: &mut Vec<Job>) {
-        match self.runs.get_mut(&job.item.key) {
-            Some(run) => run.jobs.push(job),
-            None => batch.push(job),
-        }
-    }
-
-    /// Takes the reports whose next try has come.
-    fn due(&mut self, now: Instant) -> Vec<Job> {
-        let keys: Vec<String> = self
-            .runs
-            .iter()
-            .filter(|(_, run)| run.next_try <= now)
-            .map(|(key, _)| key.clone())
-            .collect();
-        let mut batch = Vec::new();
-        for key in keys {
-            if let Some(run) = self.runs.remove(&key) {
-                self.retried.insert(key, run.tries);
-                batch.extend(run.jobs);
-            }
-        }
-        batch
-    }
-
-    /// Holds `busy` (in their order) until their next try.
-    fn hold(&mut self, busy: VecDeque<Job>, now: Instant) {
-        let retried = std::mem::take(&mut self.retried);
-        for job in busy {
-            let tries = retried.get(&job.item.key).copied().unwrap_or(0) + 1;
-            let run = self.runs.entry(job.item.key.clone()).or_insert_with(|| {
-                let wait = BUSY_RETRY.saturating_mul(1 << tries.min(16).saturating_sub(1));
-                HeldRun {
-                    next_try: now + wait.min(BUSY_RETRY_MAX),
-                    tries,
-                    jobs: Vec::new(),
-                }
-            });
-            run.jobs.push(job);
-        }
-    }
-
-    /// Resolves when the earliest held run's next try comes (never, when none is held).
-    async fn next_try(&self) {
-        match self.runs.values().map(|run| run.next_try).min() {
-            Some(at) => tokio::time::sleep_until(at.into()).await,
-            None => std::future::pending().await,
+/// Asks which of the held runs' holders have ended, and wakes their runs. A failed question
+/// changes nothing: the runs' timers still run.
+async fn poll_holders(pool: &PgPool, held: &mut Held<Job>) {
+    match status::ended(pool, &held.holders()).await {
+        Ok(ended) => held.ended(&ended, Instant::now()),
+        Err(err) => {
+            tracing::debug!(error = %crate::error_chain(&err), "holders of held runs not polled");
         }
     }
 }
@@ -206,7 +155,7 @@ impl Held {
 /// Applies one batch, splitting it while the server refuses a statement of it; answers
 /// each decided report once a standby has the batch (`replicated`); returns the jobs whose
 /// runs were busy.
-async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
+async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<(Job, Option<i64>)> {
     let mut busy = VecDeque::new();
     let mut decided = Vec::new();
     let mut parts = VecDeque::from([batch]);
@@ -216,7 +165,7 @@ async fn apply_batch(pool: &PgPool, batch: Vec<Job>) -> VecDeque<Job> {
                 for (job, answer) in part.into_iter().zip(answers) {
                     match answer {
                         Answer::Decided(applied) => decided.push((job, applied)),
-                        Answer::Busy => busy.push_back(job),
+                        Answer::Busy(holder) => busy.push_back((job, holder)),
                     }
                 }
             }

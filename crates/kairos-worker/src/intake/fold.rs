@@ -30,8 +30,9 @@ pub struct Item {
 pub(crate) enum Answer {
     /// Decided (applied, ignored or refused).
     Decided(Applied),
-    /// Another transaction holds the run: try again in a later batch.
-    Busy,
+    /// Another transaction holds the run (this one, when it could be told): try again in a
+    /// later batch.
+    Busy(Option<i64>),
 }
 
 /// The batch decided: one answer per item, in order, and what to write.
@@ -50,7 +51,9 @@ pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
     let mut folded = Folded::default();
     for item in items {
         if busy.contains(item.key.as_str()) {
-            folded.answers.push(Answer::Busy);
+            folded
+                .answers
+                .push(Answer::Busy(locked.holding.get(&item.key).copied()));
             continue;
         }
         let Some(entry) = locked.runs.get_mut(&item.key) else {
