@@ -122,23 +122,23 @@ pub async fn lock(
         .await?;
     let recent = Some((now - RECENT_BEFORE, now + RECENT_AFTER));
     let mut runs = lock_runs(db, keys, recent).await?;
-    let mut holding = held(db, &not_in(keys, &runs, &[]), recent).await?;
-    let mut busy: Vec<String> = holding.iter().map(|(key, _)| key.clone()).collect();
-    let rest = not_in(keys, &runs, &busy);
+    let mut held_runs = held(db, &not_in(keys, &runs, &[]), recent).await?;
+    let busy = |held_runs: &[(String, Option<i64>)]| -> Vec<String> {
+        held_runs.iter().map(|(key, _)| key.clone()).collect()
+    };
+    let rest = not_in(keys, &runs, &busy(&held_runs));
     if !rest.is_empty() {
         let older = lock_runs(db, &rest, None).await?;
         let missing = not_in(&rest, &older, &[]);
         runs.extend(older);
-        let more = held(db, &missing, None).await?;
-        busy.extend(more.iter().map(|(key, _)| key.clone()));
-        holding.extend(more);
+        held_runs.extend(held(db, &missing, None).await?);
     }
     let holders = holders(db, &runs).await?;
     Ok(Locked {
         now,
         runs,
-        busy,
-        holding: holding
+        busy: busy(&held_runs),
+        holding: held_runs
             .into_iter()
             .filter_map(|(key, xid)| Some((key, xid?)))
             .collect(),
