@@ -6,7 +6,8 @@
 //!   `CANCELLED` at once; nothing is published and nothing is retried.
 //! - `ENQUEUED` or `STARTED` → `CANCELLING` with `cancel_requested_at`; the cancel message
 //!   is an outbox entry (`cancel_sent_at` NULL until the stream acknowledged it), so a
-//!   cancel asked for while NATS is down goes out when it is back.
+//!   cancel asked for while NATS is down goes out when it is back. The sweeps find these
+//!   runs in `run_cancels`, which a trigger keeps: one row per `CANCELLING` run.
 //! - `CANCELLING` or a final status: unchanged; the caller gets the run as it is.
 //!
 //! A `CANCELLING` run still holds its exclusive schedule; it ends when the executor reports
@@ -170,12 +171,18 @@ pub struct Unsent {
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn unsent(tx: &mut PgConnection, limit: i64) -> Result<Vec<Unsent>> {
-    Ok(sqlx::query_as(
-        "select idempotency_key, workflow_id, schedule_id, run_id, attempt, reason, \
-           coalesce(cancel_requested_at, updated_at) as cancel_requested_at from schedule_runs \
-         where status = 'CANCELLING' and cancel_sent_at is null \
-         order by cancel_requested_at, idempotency_key limit $1 for update skip locked",
-    )
+    Ok(sqlx::query_as(&format!(
+        "select r.idempotency_key, r.workflow_id, r.schedule_id, r.run_id, r.attempt, r.reason, \
+           c.requested_at as cancel_requested_at \
+         from (select idempotency_key, run_at, requested_at from run_cancels \
+               where sent_at is null order by requested_at, idempotency_key limit $1) c \
+         cross join lateral ({locked}) r \
+         order by c.requested_at, c.idempotency_key",
+        locked = locked_run(
+            "r.idempotency_key, r.workflow_id, r.schedule_id, r.run_id, r.attempt, r.reason",
+            "r.cancel_sent_at is null"
+        ),
+    ))
     .bind(limit)
     .fetch_all(&mut *tx)
     .await?)
@@ -205,25 +212,57 @@ pub async fn mark_sent(tx: &mut PgConnection, keys: &[String], now: DateTime<Utc
 /// sweep's release of `QUEUED` runs follows). Returns their keys.
 ///
 /// # Errors
-/// [`crate::Error::Database`] when the statement fails.
+/// [`crate::Error::Database`] when a statement fails.
 pub async fn time_out(
     tx: &mut PgConnection,
     now: DateTime<Utc>,
     timeout_s: f64,
 ) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
-        "update schedule_runs r set status = 'CANCELLED', finished_at = $1, updated_at = $1, \
-           reason = format('cancelled: the executor did not confirm the cancel within %s s \
-             (cancel_timeout_s); %s', $2::float8, coalesce(r.reason, 'no reason given')) \
-         where r.idempotency_key in ( \
-           select c.idempotency_key from schedule_runs c \
-           where c.status = 'CANCELLING' \
-             and c.cancel_requested_at < $1 - make_interval(secs => $2) \
-           for update skip locked) \
-         returning r.idempotency_key",
-    )
+    let due: Vec<(String, DateTime<Utc>)> = sqlx::query_as(&format!(
+        "select r.idempotency_key, r.run_at from run_cancels c \
+         cross join lateral ({locked}) r \
+         where c.requested_at < $1 - make_interval(secs => $2)",
+        locked = locked_run("r.idempotency_key, r.run_at", "true"),
+    ))
     .bind(now)
     .bind(timeout_s)
     .fetch_all(&mut *tx)
+    .await?;
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (keys, run_ats): (Vec<String>, Vec<DateTime<Utc>>) = due.into_iter().unzip();
+    Ok(sqlx::query_scalar(
+        "update schedule_runs u set status = 'CANCELLED', finished_at = $1, updated_at = $1, \
+           reason = format('cancelled: the executor did not confirm the cancel within %s s \
+             (cancel_timeout_s); %s', $2::float8, coalesce(u.reason, 'no reason given')) \
+         from unnest($3::text[], $4::timestamptz[]) as d(idempotency_key, run_at) \
+         where u.idempotency_key = d.idempotency_key and u.run_at = d.run_at \
+         returning u.idempotency_key",
+    )
+    .bind(now)
+    .bind(timeout_s)
+    .bind(&keys)
+    .bind(&run_ats)
+    .fetch_all(&mut *tx)
     .await?)
+}
+
+/// The run of the outbox row `c`, locked, if it is still `CANCELLING` and `also` holds (a
+/// report may have ended it since the outbox row was read); none if another transaction
+/// holds it. Selects `columns` of `r`.
+///
+/// Written so the plan can only start from the outbox: a sub-select with a locking clause
+/// is not merged into the outer query, so `r` is looked up by the outbox row's primary key,
+/// and the status is tested as `(…) is true`, from which the planner cannot prove the
+/// predicate of `schedule_runs_in_flight`. With `r.status = 'CANCELLING'` it could, and with
+/// statistics of the newest partition taken while few runs were in flight it chose to scan
+/// that whole index instead (see `migrations/20260204000000_cancel_outbox.sql`).
+fn locked_run(columns: &str, also: &str) -> String {
+    format!(
+        "select {columns} from schedule_runs r \
+         where r.idempotency_key = c.idempotency_key and r.run_at = c.run_at \
+           and (r.status = 'CANCELLING') is true and {also} \
+         for update skip locked"
+    )
 }

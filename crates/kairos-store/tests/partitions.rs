@@ -120,7 +120,6 @@ async fn a_fresh_database_has_daily_partitions_a_default_and_every_index() {
     assert_eq!(
         indexes,
         [
-            "schedule_runs_cancelling",
             "schedule_runs_claim",
             "schedule_runs_dead_letters",
             "schedule_runs_deadline_open",
@@ -134,7 +133,7 @@ async fn a_fresh_database_has_daily_partitions_a_default_and_every_index() {
             "schedule_runs_schedule",
         ]
     );
-    // Every partition carries every index (12 each).
+    // Every partition carries every index (11 each).
     let per_partition: Vec<i64> = sqlx::query_scalar(
         "select count(*) from pg_inherits i join pg_index x on x.indrelid = i.inhrelid \
          where i.inhparent = 'schedule_runs'::regclass group by i.inhrelid",
@@ -143,7 +142,7 @@ async fn a_fresh_database_has_daily_partitions_a_default_and_every_index() {
     .await
     .expect("partition indexes");
     assert_eq!(per_partition.len(), 9);
-    assert!(per_partition.iter().all(|n| *n == 12), "{per_partition:?}");
+    assert!(per_partition.iter().all(|n| *n == 11), "{per_partition:?}");
     let one_in_flight: String = sqlx::query_scalar(
         "select conrelid::regclass::text from pg_constraint \
          where conname = 'schedule_runs_one_in_flight'",

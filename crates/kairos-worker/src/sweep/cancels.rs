@@ -1,4 +1,4 @@
-//! Cancel requests to executors, from the outbox on `schedule_runs`: `CANCELLING` runs whose
+//! Cancel requests to executors, from the cancel outbox (`run_cancels`): `CANCELLING` runs whose
 //! cancel message the stream has not acknowledged are published (right after the cancel is
 //! committed, and again by every sweep until the stream takes it, so a cancel asked for
 //! while NATS is down goes out once it is back), and `CANCELLING` runs with no confirmation
