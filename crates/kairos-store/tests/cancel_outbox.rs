@@ -9,7 +9,7 @@ use chrono::{DurationRound, TimeDelta, Utc};
 use kairos_store::cancel::{self, Cancel};
 use kairos_testkit::TestDb;
 use sqlx::PgPool;
-use support::{schedules, stored_run};
+use support::{key_of, schedules, stored_run};
 
 /// `n` runs of schedules `s1`..`sn` at `run_at`, in `status`.
 async fn runs(pool: &PgPool, n: i64, run_at: chrono::DateTime<Utc>, status: &str) {
@@ -28,14 +28,6 @@ async fn runs(pool: &PgPool, n: i64, run_at: chrono::DateTime<Utc>, status: &str
     .expect("runs");
 }
 
-async fn key_of(pool: &PgPool, schedule: &str) -> String {
-    sqlx::query_scalar("select idempotency_key from schedule_runs where schedule_id = $1")
-        .bind(schedule)
-        .fetch_one(pool)
-        .await
-        .expect("key")
-}
-
 /// The outbox, as (key, sent).
 async fn outbox(pool: &PgPool) -> Vec<(String, bool)> {
     sqlx::query_as(
@@ -44,6 +36,15 @@ async fn outbox(pool: &PgPool) -> Vec<(String, bool)> {
     .fetch_all(pool)
     .await
     .expect("outbox")
+}
+
+/// Blocks of `index` read in this transaction, flushed to the statistics or not.
+async fn blocks_read(tx: &mut sqlx::PgConnection, index: &str) -> i64 {
+    sqlx::query_scalar("select pg_stat_get_xact_blocks_fetched($1::regclass)")
+        .bind(index)
+        .fetch_one(tx)
+        .await
+        .expect("blocks read")
 }
 
 fn now() -> chrono::DateTime<Utc> {
@@ -157,7 +158,6 @@ async fn sweeps_do_not_scan_the_in_flight_index() {
     .expect("today's in-flight index");
 
     // Blocks read from the index in this transaction, flushed or not.
-    let read = "select pg_stat_get_xact_blocks_fetched($1::regclass)";
     let mut tx = pool.begin().await.expect("begin");
     let found = cancel::unsent(&mut tx, 10).await.expect("unsent");
     assert_eq!(found.len(), 1);
@@ -165,11 +165,7 @@ async fn sweeps_do_not_scan_the_in_flight_index() {
         .await
         .expect("time out");
     assert!(timed_out.is_empty(), "{timed_out:?}");
-    let fetched: i64 = sqlx::query_scalar(read)
-        .bind(&in_flight)
-        .fetch_one(&mut *tx)
-        .await
-        .expect("blocks");
+    let fetched = blocks_read(&mut tx, &in_flight).await;
     tx.rollback().await.expect("rollback");
     // Planning each statement reads the index's metapage; a scan of it reads every page
     // (about a hundred here, and 17,000 under a burst).
@@ -191,11 +187,7 @@ async fn sweeps_do_not_scan_the_in_flight_index() {
     .fetch_one(&mut *tx)
     .await
     .expect("scan");
-    let fetched: i64 = sqlx::query_scalar(read)
-        .bind(&in_flight)
-        .fetch_one(&mut *tx)
-        .await
-        .expect("blocks");
+    let fetched = blocks_read(&mut tx, &in_flight).await;
     tx.rollback().await.expect("rollback");
     assert!(fetched > 0, "the probe saw no read of {in_flight}");
 }

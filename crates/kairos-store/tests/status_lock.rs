@@ -9,15 +9,7 @@ mod support;
 use chrono::{DurationRound, TimeDelta, Utc};
 use kairos_store::status::{self, RECENT_AFTER, RECENT_BEFORE};
 use kairos_testkit::TestDb;
-use support::{schedules, stored_run};
-
-async fn key_of(pool: &sqlx::PgPool, schedule: &str) -> String {
-    sqlx::query_scalar("select idempotency_key from schedule_runs where schedule_id = $1")
-        .bind(schedule)
-        .fetch_one(pool)
-        .await
-        .expect("key")
-}
+use support::{key_of, schedules, stored_run};
 
 #[tokio::test]
 async fn runs_are_found_in_every_partition_recent_first() {

@@ -1,6 +1,8 @@
 //! What the store's tests write straight into the tables: schedules and runs with only
 //! the columns a test reads.
 
+#![allow(dead_code)] // Each test binary uses a part of these.
+
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -32,4 +34,13 @@ pub async fn stored_run(pool: &PgPool, schedule: &str, fire_at: DateTime<Utc>, s
     .execute(pool)
     .await
     .expect("run");
+}
+
+/// The key of the one run of `schedule`.
+pub async fn key_of(pool: &PgPool, schedule: &str) -> String {
+    sqlx::query_scalar("select idempotency_key from schedule_runs where schedule_id = $1")
+        .bind(schedule)
+        .fetch_one(pool)
+        .await
+        .expect("key")
 }
