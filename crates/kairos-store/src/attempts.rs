@@ -78,6 +78,11 @@ pub struct Unstarted {
 /// oldest publish first. Only runs older than the smallest timeout in effect are visited
 /// (index `schedules_start_timeout`), so a burst of fresh launches costs nothing here.
 ///
+/// The status test is written `(r.status = 'ENQUEUED') is true`, exactly as the predicate
+/// of `schedule_runs_enqueued`: it proves that index's predicate and not the one of
+/// `schedule_runs_in_flight`, which statistics taken before a burst made the planner
+/// prefer (see `migrations/20260205000000_enqueued_index.sql`).
+///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn unstarted(
@@ -96,7 +101,7 @@ pub async fn unstarted(
            s.retry_intervals_s, s.retry_backoff_initial_s, s.retry_backoff_multiplier, \
            s.retry_backoff_max_s, s.heartbeat_timeout_s, s.start_timeout_s \
          from schedule_runs r left join schedules s on s.schedule_id = r.schedule_id \
-         where r.status = 'ENQUEUED' \
+         where (r.status = 'ENQUEUED') is true \
            and r.published_at < $1 - make_interval(secs => ( \
              select min(t) from (select nullif($2, 0) as t union all \
                select min(start_timeout_s) from schedules where start_timeout_s > 0) as b)) \

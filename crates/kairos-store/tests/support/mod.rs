@@ -44,3 +44,28 @@ pub async fn key_of(pool: &PgPool, schedule: &str) -> String {
         .await
         .expect("key")
 }
+
+/// `n` runs of schedules `s1`..`s<n>` at `run_at`, in `status`.
+pub async fn runs(pool: &PgPool, n: i64, run_at: DateTime<Utc>, status: &str) {
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, status, \
+           workflow_id, version, user_id) \
+         select encode(sha256(convert_to('s' || i || $2::text, 'UTF8')), 'hex'), 's' || i, \
+           $2, $2, $3, 'w', 1, 'u' \
+         from generate_series(1, $1::int8) as i",
+    )
+    .bind(n)
+    .bind(run_at)
+    .bind(status)
+    .execute(pool)
+    .await
+    .expect("runs");
+}
+
+/// Now, in whole seconds (a run's `run_at` has no fraction).
+pub fn now() -> DateTime<Utc> {
+    use chrono::{DurationRound, TimeDelta};
+    Utc::now()
+        .duration_trunc(TimeDelta::seconds(1))
+        .expect("whole second")
+}
