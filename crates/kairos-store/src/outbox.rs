@@ -28,9 +28,10 @@ pub async fn backlog(
     lookahead_s: f64,
     pinned: Option<DateTime<Utc>>,
 ) -> Result<Backlog> {
-    // Both run counts are range scans of the partial index `schedule_runs_pending`
-    // (fire_at where status = 'PENDING'), and the schedule count one of `schedules_due`,
-    // so the cost follows the backlog, not the history.
+    // Both run counts are range scans of the partial index `schedule_runs_due` (fire_at
+    // where status is 'PENDING' or 'RETRYING'; the RETRYING ones are filtered out), and the
+    // schedule count one of `schedules_due`, so the cost follows the backlog, not the
+    // history.
     Ok(sqlx::query_as(
         "with now as (select coalesce($1::timestamptz, clock_timestamp()) as at), \
          due as (select count(*) as n, min(fire_at) as oldest from schedule_runs, now \
