@@ -50,28 +50,40 @@ async fn nats(n: usize, scratch: &Scratch) -> Result<f64> {
     .await?;
     let body = bytes::Bytes::from(launch_sized_body());
     let started = Instant::now();
-    for chunk in (0..n).collect::<Vec<_>>().chunks(BATCH) {
-        let mut acks = Vec::with_capacity(chunk.len());
-        for i in chunk {
-            let publish = PublishMessage::build()
-                .payload(body.clone())
-                .message_id(format!("{i:064x}"));
-            acks.push(
-                js.send_publish("kairosbenchraw.launch.bench", publish)
-                    .await?,
-            );
-        }
-        for ack in join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
-            ack?;
-        }
-    }
+    publish_all(&js, "kairosbenchraw.launch.bench", n, &body, true).await?;
     let rate = n as f64 / started.elapsed().as_secs_f64();
     let _ = js.delete_stream(name).await;
     Ok(rate)
 }
 
+/// Publishes `n` copies of `body` on `subject` in pipelined chunks of [`BATCH`] (stage a
+/// chunk, then await every acknowledgement), each with its own `Nats-Msg-Id` when `ids`
+/// (as kairos publishes launches).
+pub(crate) async fn publish_all(
+    js: &jetstream::Context,
+    subject: &str,
+    n: usize,
+    body: &bytes::Bytes,
+    ids: bool,
+) -> Result<()> {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(BATCH) {
+        let mut acks = Vec::with_capacity(chunk.len());
+        for i in chunk {
+            let mut publish = PublishMessage::build().payload(body.clone());
+            if ids {
+                publish = publish.message_id(format!("{i:064x}"));
+            }
+            acks.push(js.send_publish(subject.to_string(), publish).await?);
+        }
+        for ack in join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
+            ack?;
+        }
+    }
+    Ok(())
+}
+
 /// A body as large as kairos's launch message for the bench workflow.
-fn launch_sized_body() -> Vec<u8> {
+pub(crate) fn launch_sized_body() -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "idempotency_key": "0".repeat(64),
         "schedule_id": "bench-99999",

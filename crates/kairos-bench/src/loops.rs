@@ -234,10 +234,11 @@ fn print_cores(marks: &[(&str, &LoopFigures)]) {
             .collect();
         println!(
             "{label} cores used from the tick until measured ({:.1} s): {}; all {:.2} of \
-             the machine's {machine}",
+             the machine's {machine} ({:.1} core-s)",
             cores.over_s,
             groups.join(", "),
-            cores.total()
+            cores.total(),
+            cores.total() * cores.over_s
         );
     }
 }

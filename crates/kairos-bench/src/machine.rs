@@ -32,6 +32,15 @@ impl Cores {
     pub fn total(&self) -> f64 {
         self.groups.iter().map(|(_, cores)| cores).sum()
     }
+
+    /// CPU seconds `group` used between the samples.
+    pub fn seconds(&self, group: &str) -> f64 {
+        self.groups
+            .iter()
+            .filter(|(name, _)| *name == group)
+            .map(|(_, cores)| cores * self.over_s)
+            .sum()
+    }
 }
 
 impl CpuSample {

@@ -16,9 +16,12 @@
 //! meanwhile: PostgreSQL, nats-server, kairos, the bench; and applied - sent by when the
 //! launch was received), `intake` (the status intake's
 //! capacity: runs written as published, every report sent at once, the time to apply them),
-//! `queue` (a queue behind a long run, and writes of schedules that fire every second).
+//! `queue` (a queue behind a long run, and writes of schedules that fire every second),
+//! `floor` (the core-seconds one loop mark's work takes at the machine's raw limits, with no
+//! kairos, beside what the loop's targets leave; `loop` prints it too).
 
 mod executor;
+mod floor;
 mod intake;
 mod leader_kill;
 mod loops;
@@ -57,6 +60,9 @@ pub enum Mode {
     /// A `queue` schedule behind one long run while schedules fire every second, and
     /// upserts and deploys of a firing schedule meanwhile.
     Queue,
+    /// No kairos: the core-seconds PostgreSQL and nats-server spend on one loop mark's work
+    /// of `--schedules` runs at their raw limits, beside what the loop's targets leave.
+    Floor,
 }
 
 /// The bench's command line.
@@ -176,6 +182,16 @@ async fn main() -> Result<()> {
     let scratch = setup::Scratch::create(&args)
         .await
         .context("set up scratch database and streams")?;
+    if args.mode == Mode::Floor {
+        let floor = floor::measure(&args, &scratch).await?;
+        floor::print(&floor);
+        scratch.drop_all().await?;
+        return if args.check {
+            floor::check(&floor)
+        } else {
+            Ok(())
+        };
+    }
     if args.mode == Mode::Stored {
         setup::store_idle_schedules(&scratch.pool, args.stored).await?;
     }
@@ -240,6 +256,9 @@ async fn main() -> Result<()> {
             .filter_map(|mark| Some((mark.label.as_str(), mark.loop_figures.as_ref()?)))
             .collect();
         loops::print(&args, &rows, limits.as_ref().map(|l| l.pg_per_s), batches);
+        if !args.no_limits {
+            floor::print(&floor::measure(&args, &scratch).await?);
+        }
     }
     println!(
         "launch stream: {in_stream} messages for {published} runs published (all marks, \
