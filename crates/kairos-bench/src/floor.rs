@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, stream};
-use futures::future::join_all;
 use futures::StreamExt;
 
 use crate::limits;
@@ -134,26 +133,10 @@ pub fn print(floor: &Floor) {
 /// The three status changes of `n` runs on a copy of `schedule_runs`.
 async fn postgres(n: usize, sessions: usize, scratch: &Scratch) -> Result<Spent> {
     let pool = &scratch.pool;
-    sqlx::query("drop table if exists floor_runs")
-        .execute(pool)
-        .await?;
-    sqlx::query("create table floor_runs (like schedule_runs including all)")
-        .execute(pool)
-        .await?;
     // Keys as kairos derives them (hex of a hash), so each change lands where a real one
     // would in the key indexes, not at their right edge.
-    let keys: Vec<String> = sqlx::query_scalar(
-        "insert into floor_runs (idempotency_key, schedule_id, run_at, fire_at, workflow_id, \
-           version, user_id) \
-         select encode(sha256(int8send(i)), 'hex'), 'bench-' || i, \
-           date_trunc('minute', now()), date_trunc('minute', now()), 'bench', 1, 'bench' \
-         from generate_series(1, $1::int8) as i \
-         returning idempotency_key",
-    )
-    .bind(n as i64)
-    .fetch_all(pool)
-    .await?;
-    sqlx::query("analyze floor_runs").execute(pool).await?;
+    let keys =
+        limits::runs_copy(pool, "floor_runs", n, "encode(sha256(int8send(i)), 'hex')").await?;
     let batches: Vec<Vec<String>> = keys.chunks(BATCH).map(<[String]>::to_vec).collect();
     let changes = [
         (
@@ -170,30 +153,11 @@ async fn postgres(n: usize, sessions: usize, scratch: &Scratch) -> Result<Spent>
     let started = Instant::now();
     for (status, set) in changes {
         let sql = format!(
-            "update floor_runs r set status = $3, {set}, updated_at = now() \
+            "update floor_runs r set status = '{status}', {set}, updated_at = now() \
              from unnest($1::text[], $2::int8[]) as v(key, seq) \
              where r.idempotency_key = v.key"
         );
-        let lanes = (0..sessions).map(|lane| {
-            let mine: Vec<&Vec<String>> = batches.iter().skip(lane).step_by(sessions).collect();
-            let sql = sql.as_str();
-            async move {
-                for batch in mine {
-                    let mut tx = pool.begin().await?;
-                    sqlx::query(sql)
-                        .bind(batch)
-                        .bind((0..batch.len() as i64).collect::<Vec<_>>())
-                        .bind(status)
-                        .execute(&mut *tx)
-                        .await?;
-                    tx.commit().await?;
-                }
-                anyhow::Ok(())
-            }
-        });
-        for lane in join_all(lanes).await {
-            lane?;
-        }
+        limits::update_in_sessions(pool, &sql, &batches, sessions).await?;
     }
     let spent = Spent {
         core_s: CpuSample::take(&[]).since(&before).seconds("postgres"),

@@ -8,6 +8,8 @@ use anyhow::Result;
 use async_nats::jetstream::{self, message::PublishMessage, stream};
 use futures::future::join_all;
 
+use sqlx::PgPool;
+
 use crate::setup::Scratch;
 use crate::Args;
 
@@ -104,56 +106,82 @@ pub(crate) fn launch_sized_body() -> Vec<u8> {
 /// transaction per batch of 2,000 keys, with the statement shape kairos records with.
 async fn postgres(n: usize, connections: usize, scratch: &Scratch) -> Result<f64> {
     let pool = &scratch.pool;
-    sqlx::query("drop table if exists raw_runs")
-        .execute(pool)
-        .await?;
-    sqlx::query("create table raw_runs (like schedule_runs including all)")
-        .execute(pool)
-        .await?;
-    sqlx::query(
-        "insert into raw_runs (idempotency_key, schedule_id, run_at, fire_at, workflow_id, \
-           version, user_id) \
-         select lpad(to_hex(i), 64, '0'), 'bench-' || i, date_trunc('minute', now()), \
-           date_trunc('minute', now()), 'bench', 1, 'bench' \
-         from generate_series(1, $1::int8) as i",
-    )
-    .bind(n as i64)
-    .execute(pool)
-    .await?;
-    sqlx::query("analyze raw_runs").execute(pool).await?;
-    let keys: Vec<String> = (1..=n).map(|i| format!("{i:064x}")).collect();
+    let keys = runs_copy(pool, "raw_runs", n, "lpad(to_hex(i), 64, '0')").await?;
     let batches: Vec<Vec<String>> = keys.chunks(BATCH).map(<[String]>::to_vec).collect();
     let started = Instant::now();
-    let lanes = (0..connections.max(1)).map(|lane| {
-        let mine: Vec<Vec<String>> = batches
-            .iter()
-            .skip(lane)
-            .step_by(connections.max(1))
-            .cloned()
-            .collect();
-        async move {
-            for batch in mine {
-                let mut tx = pool.begin().await?;
-                sqlx::query(
-                    "update raw_runs r set status = 'ENQUEUED', stream_seq = v.seq, \
-                       published_at = clock_timestamp(), attempts = r.attempts + 1, \
-                       updated_at = now() \
-                     from unnest($1::text[], $2::int8[]) as v(key, seq) \
-                     where r.idempotency_key = v.key and r.status = 'PENDING'",
-                )
-                .bind(&batch)
+    update_in_sessions(
+        pool,
+        "update raw_runs r set status = 'ENQUEUED', stream_seq = v.seq, \
+           published_at = clock_timestamp(), attempts = r.attempts + 1, updated_at = now() \
+         from unnest($1::text[], $2::int8[]) as v(key, seq) \
+         where r.idempotency_key = v.key and r.status = 'PENDING'",
+        &batches,
+        connections,
+    )
+    .await?;
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    sqlx::query("drop table raw_runs").execute(pool).await?;
+    Ok(rate)
+}
+
+/// Creates `table`, a copy of `schedule_runs` (columns, constraints and indexes; no
+/// trigger), with `n` `PENDING` runs keyed by `key` (an expression of `i`, 1 to `n`), and
+/// analyses it; returns the keys in the order they were written.
+pub(crate) async fn runs_copy(
+    pool: &PgPool,
+    table: &str,
+    n: usize,
+    key: &str,
+) -> Result<Vec<String>> {
+    sqlx::query(&format!("drop table if exists {table}"))
+        .execute(pool)
+        .await?;
+    sqlx::query(&format!(
+        "create table {table} (like schedule_runs including all)"
+    ))
+    .execute(pool)
+    .await?;
+    let keys = sqlx::query_scalar(&format!(
+        "insert into {table} (idempotency_key, schedule_id, run_at, fire_at, workflow_id, \
+           version, user_id) \
+         select {key}, 'bench-' || i, date_trunc('minute', now()), \
+           date_trunc('minute', now()), 'bench', 1, 'bench' \
+         from generate_series(1, $1::int8) as i \
+         returning idempotency_key"
+    ))
+    .bind(n as i64)
+    .fetch_all(pool)
+    .await?;
+    sqlx::query(&format!("analyze {table}"))
+        .execute(pool)
+        .await?;
+    Ok(keys)
+}
+
+/// Runs `sql` once per batch, with the batch's keys as `$1` and their positions in it as
+/// `$2`, one transaction each, on `sessions` sessions side by side (session `k` takes
+/// batches `k`, `k + sessions`, ...).
+pub(crate) async fn update_in_sessions(
+    pool: &PgPool,
+    sql: &str,
+    batches: &[Vec<String>],
+    sessions: usize,
+) -> Result<()> {
+    let sessions = sessions.max(1);
+    let lanes = (0..sessions).map(|lane| async move {
+        for batch in batches.iter().skip(lane).step_by(sessions) {
+            let mut tx = pool.begin().await?;
+            sqlx::query(sql)
+                .bind(batch)
                 .bind((0..batch.len() as i64).collect::<Vec<_>>())
                 .execute(&mut *tx)
                 .await?;
-                tx.commit().await?;
-            }
-            anyhow::Ok(())
+            tx.commit().await?;
         }
+        anyhow::Ok(())
     });
     for lane in join_all(lanes).await {
         lane?;
     }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
-    sqlx::query("drop table raw_runs").execute(pool).await?;
-    Ok(rate)
+    Ok(())
 }
