@@ -143,13 +143,7 @@ impl Plan {
             bodies.push(if failed { "FAILED" } else { "SUCCESS" });
             let reports = bodies.len();
             for status in bodies {
-                let body = serde_json::json!({
-                    "idempotency_key": launch.key,
-                    "status": status,
-                    "executor_id": "bench-executor",
-                    "attempt": launch.attempt,
-                });
-                let payload = serde_json::to_vec(&body).expect("json").into();
+                let payload = report_body(&launch.key, status, launch.attempt).into();
                 match js.publish(subject.clone(), payload).await {
                     Ok(ack) => acks.push(ack),
                     Err(err) => eprintln!("bench executor: publish failed: {err}"),
@@ -168,6 +162,17 @@ impl Plan {
         await_acks(acks).await;
         reported
     }
+}
+
+/// The body of one report the executor sends about attempt `attempt` of run `key`.
+pub(crate) fn report_body(key: &str, status: &str, attempt: u64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "idempotency_key": key,
+        "status": status,
+        "executor_id": "bench-executor",
+        "attempt": attempt,
+    }))
+    .expect("json")
 }
 
 async fn await_acks(acks: Vec<jetstream::context::PublishAckFuture>) {

@@ -19,9 +19,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, stream};
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy};
 use futures::StreamExt;
 
+use crate::executor;
 use crate::limits;
 use crate::machine::CpuSample;
 use crate::setup::Scratch;
@@ -72,11 +73,12 @@ impl Floor {
 
 /// Measures both shares for `--schedules` runs.
 pub async fn measure(args: &Args, scratch: &Scratch) -> Result<Floor> {
-    let postgres = postgres(args.schedules, args.instances.max(1), scratch).await?;
+    let sessions = args.instances.max(1);
+    let postgres = postgres(args.schedules, sessions, scratch).await?;
     let nats = nats(args.schedules, scratch).await?;
     Ok(Floor {
         runs: args.schedules,
-        sessions: args.instances.max(1),
+        sessions,
         postgres,
         nats,
     })
@@ -171,16 +173,7 @@ async fn postgres(n: usize, sessions: usize, scratch: &Scratch) -> Result<Spent>
 async fn nats(n: usize, scratch: &Scratch) -> Result<Spent> {
     let js = jetstream::new(scratch.nats().await?);
     let name = "KAIROS_BENCH_FLOOR";
-    let _ = js.delete_stream(name).await;
-    let stream = js
-        .create_stream(stream::Config {
-            name: name.into(),
-            subjects: vec!["kairosbenchfloor.>".into()],
-            duplicate_window: Duration::from_secs(900),
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
-        .await?;
+    let stream = limits::fresh_stream(&js, name, "kairosbenchfloor").await?;
     let consumer = stream
         .create_consumer(pull::Config {
             ack_policy: AckPolicy::Explicit,
@@ -190,7 +183,7 @@ async fn nats(n: usize, scratch: &Scratch) -> Result<Spent> {
         })
         .await?;
     let launch = bytes::Bytes::from(limits::launch_sized_body());
-    let report = bytes::Bytes::from(report_body());
+    let report = bytes::Bytes::from(executor::report_body(&"0".repeat(64), "SUCCESS", 1));
     let before = CpuSample::take(&[]);
     let started = Instant::now();
     limits::publish_all(&js, "kairosbenchfloor.launch", n, &launch, true).await?;
@@ -203,17 +196,6 @@ async fn nats(n: usize, scratch: &Scratch) -> Result<Spent> {
     };
     let _ = js.delete_stream(name).await;
     Ok(spent)
-}
-
-/// A report as the bench's executor sends it.
-fn report_body() -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "idempotency_key": "0".repeat(64),
-        "status": "SUCCESS",
-        "executor_id": "bench-executor",
-        "attempt": 1,
-    }))
-    .expect("json")
 }
 
 /// Receives and acknowledges `n` messages (published before: they are all in the stream),

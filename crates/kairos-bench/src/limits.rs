@@ -41,21 +41,32 @@ async fn nats(n: usize, scratch: &Scratch) -> Result<f64> {
     let client = scratch.nats().await?;
     let js = jetstream::new(client);
     let name = "KAIROS_BENCH_RAW";
-    let _ = js.delete_stream(name).await;
-    js.create_stream(stream::Config {
-        name: name.into(),
-        subjects: vec!["kairosbenchraw.>".into()],
-        duplicate_window: std::time::Duration::from_secs(900),
-        storage: stream::StorageType::File,
-        ..Default::default()
-    })
-    .await?;
+    fresh_stream(&js, name, "kairosbenchraw").await?;
     let body = bytes::Bytes::from(launch_sized_body());
     let started = Instant::now();
     publish_all(&js, "kairosbenchraw.launch.bench", n, &body, true).await?;
     let rate = n as f64 / started.elapsed().as_secs_f64();
     let _ = js.delete_stream(name).await;
     Ok(rate)
+}
+
+/// Stream `name` on `<prefix>.>`, created empty (a leftover one is deleted first), on file
+/// storage with kairos's duplicate window for message ids.
+pub(crate) async fn fresh_stream(
+    js: &jetstream::Context,
+    name: &str,
+    prefix: &str,
+) -> Result<stream::Stream> {
+    let _ = js.delete_stream(name).await;
+    Ok(js
+        .create_stream(stream::Config {
+            name: name.into(),
+            subjects: vec![format!("{prefix}.>")],
+            duplicate_window: std::time::Duration::from_secs(900),
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await?)
 }
 
 /// Publishes `n` copies of `body` on `subject` in pipelined chunks of [`BATCH`] (stage a
