@@ -1,5 +1,6 @@
 //! The executor's side of a burst: a JetStream pull consumer on the launch stream that
-//! notes, for every message, its run, attempt, planned time and when it arrived.
+//! notes, for every message, its run, attempt, planned time, when the stream stored it and
+//! when it arrived.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,20 +22,29 @@ pub struct Received {
     pub attempt: u64,
     /// The planned tick.
     pub scheduled_for: DateTime<Utc>,
+    /// When the stream stored it: its publish (the server's clock, on this machine).
+    pub stored: DateTime<Utc>,
     /// When it arrived (this machine's clock, which is also the database's).
     pub at: DateTime<Utc>,
 }
 
 impl Received {
-    /// A launch message's run, attempt and planned time, received now.
-    pub fn parse(payload: &[u8]) -> Option<Received> {
+    /// A launch message's run, attempt, planned time and store time, received now.
+    pub fn parse(message: &jetstream::Message) -> Option<Received> {
         let at = Utc::now();
-        let body = serde_json::from_slice::<serde_json::Value>(payload).ok()?;
+        let stored = message
+            .info()
+            .ok()
+            .map(|info| info.published.unix_timestamp_nanos())
+            .and_then(|nanos| i64::try_from(nanos).ok())
+            .map(DateTime::from_timestamp_nanos)?;
+        let body = serde_json::from_slice::<serde_json::Value>(&message.payload).ok()?;
         let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");
         Some(Received {
             key: field("idempotency_key").to_string(),
             attempt: body.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1),
             scheduled_for: field("scheduled_for").parse().ok()?,
+            stored,
             at,
         })
     }
@@ -66,7 +76,7 @@ impl Consumer {
                 };
                 while let Some(message) = messages.next().await {
                     let Ok(message) = message else { continue };
-                    if let Some(received) = Received::parse(&message.payload) {
+                    if let Some(received) = Received::parse(&message) {
                         sink.lock().expect("not poisoned").push(received);
                     }
                 }

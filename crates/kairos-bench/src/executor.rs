@@ -84,7 +84,7 @@ impl Executor {
                             let launches: Vec<Received> = chunk
                                 .into_iter()
                                 .filter_map(|message| message.ok())
-                                .filter_map(|message| Received::parse(&message.payload))
+                                .filter_map(|message| Received::parse(&message))
                                 .collect();
                             let reported = plan.report(js, launches).await;
                             let mut done = sink.lock().expect("not poisoned");

@@ -20,6 +20,7 @@ use crate::Result;
 pub use exclusive::{blockers, lock_ahead, lock_schedules, Blockers};
 
 mod exclusive;
+pub mod waves;
 
 /// The advisory-lock namespace of exclusive schedules (first key of the two-key form), so
 /// these locks never collide with another user of advisory locks on the same database.

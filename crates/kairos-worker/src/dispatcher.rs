@@ -3,38 +3,44 @@
 //! A round (`round.rs`) claims a batch (`FOR UPDATE SKIP LOCKED`) → triages it (launch
 //! deadline, DAGs; those outcomes are recorded first) → then, wave by wave as `fire_at`s
 //! come: restages runs whose schedule changed (`restage.rs`) → decides the overlap policy
-//! (`decide.rs`; exclusive schedules serialized by a per-schedule dispatch lock) → launches
-//! (`launch.rs`: pipelined, every PubAck awaited, bounded by `launch_timeout`) → waits for
-//! the instance's other publishes going on (`publishing.rs`) → settles the runs that were
-//! not launched → records the wave's outcomes → commits, and locks the runs still waiting
-//! again in a new transaction. A process killed anywhere in between rolls the
-//! wave back; its runs are `PENDING` again, and the next dispatcher re-publishes them with
-//! the same `Nats-Msg-Id`, which the stream drops as a duplicate (invariants 2 and 4). A
-//! retryable launch error leaves the run `PENDING` (invariant 6); a permanent one fails it.
+//! (`decide.rs`; exclusive schedules serialized by a per-schedule dispatch lock) → records
+//! the wave's launches `ENQUEUED`, its other outcomes, and one row naming the wave in
+//! `launch_waves` → commits → publishes (`launch.rs`: pipelined, every PubAck awaited,
+//! bounded by `launch_timeout`) → acknowledges the wave (`launch_waves` row deleted, failed
+//! publishes put back) → locks the runs still waiting again in a new transaction.
+//!
+//! A run is committed `ENQUEUED` before any executor can receive it, so its reports never
+//! wait for the round. A process killed before the commit rolls the wave back: its runs
+//! are `PENDING` again, and the next dispatcher publishes them. One killed after it leaves
+//! the wave's row: the sweeper publishes its runs again under the same `Nats-Msg-Id`, which
+//! the stream drops as a duplicate of any it already stored (invariants 2 and 4). A
+//! retryable launch error puts the run back `PENDING` (invariant 6); a permanent one fails
+//! it.
 //!
 //! Pre-staging: a round claims runs due within `prestage` of the database's now and loads
 //! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock
-//! (`clock.rs`), so a burst's database work is done before its tick, the dispatch locks
-//! and blockers of its exclusive schedules included (`ahead.rs`). An instance holds up
-//! to `lanes` rounds at once, each its own transaction and batch (`lanes.rs`): a burst of
-//! several batches is claimed ahead whole, side by side, and its rounds publish together
-//! at the tick.
+//! (`clock.rs`), so a burst's database work is done before its tick: the dispatch locks
+//! and blockers of its exclusive schedules (`ahead.rs`), and the record of the launches
+//! whose decision cannot change by then (`stage.rs`), uncommitted until the tick. An
+//! instance holds up to `lanes` rounds at once, each its own transaction and batch
+//! (`lanes.rs`): a burst of several batches is claimed ahead whole, side by side, and its
+//! rounds publish together at the tick.
 //!
 //! The claimer's loop ([`Dispatcher::run`]) has three arms besides shutdown: the next
 //! `fire_at`, a round finishing (its lane is free) and a wake-up (NOTIFY on `kairos_runs`:
 //! a run made due now by trigger-now, backfill, a release from `QUEUED`, a run-launcher
-//! start or a planner pass). Runs whose time ran out after their launch are the sweeper's
-//! (`crate::sweep`).
+//! start or a planner pass). Runs whose time ran out after their launch, and waves left
+//! unacknowledged, are the sweeper's (`crate::sweep`).
 
 mod ahead;
 mod clock;
 mod decide;
 mod lanes;
 mod launch;
-mod publishing;
 mod report;
 mod restage;
 mod round;
+mod stage;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -96,7 +102,6 @@ pub struct Dispatcher<L> {
     pool: PgPool,
     launcher: L,
     config: DispatcherConfig,
-    publishing: publishing::Publishing,
 }
 
 /// Shortest sleep between rounds, so rounds blocked by another dispatcher's locks do not spin.
@@ -109,7 +114,6 @@ impl<L: RunLauncher> Dispatcher<L> {
             pool,
             launcher,
             config,
-            publishing: publishing::Publishing::new(),
         }
     }
 

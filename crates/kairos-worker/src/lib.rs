@@ -14,6 +14,7 @@ mod messages;
 pub mod metrics;
 pub mod outage;
 pub mod planner;
+mod priority;
 pub mod retention;
 pub mod sweep;
 mod wake;

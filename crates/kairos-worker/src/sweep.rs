@@ -4,8 +4,10 @@
 //!    `heartbeat_timeout_s` become `TIMED_OUT` with their next attempt or a dead letter;
 //! 2. cancels (`cancels.rs`): `CANCELLING` runs unconfirmed past `cancel_timeout` end, and
 //!    cancel messages not sent yet go out;
-//! 3. lost launches (`republish.rs`): `ENQUEUED` runs no executor started in time are
-//!    published again, or fail as never started;
+//! 3. lost launches: waves a dispatcher recorded and never acknowledged (it died between
+//!    its commit and its publishes' acknowledgements) are published again
+//!    (`unacknowledged.rs`); `ENQUEUED` runs no executor started in time are published
+//!    again, or fail as never started (`republish.rs`);
 //! 4. the oldest `QUEUED` run of every schedule that nothing holds is released;
 //! 5. dead letters (`dead_letters.rs`) not yet in the DLQ stream are published;
 //! 6. deadlines (`deadlines.rs`): runs not `SUCCESS` by `run_at + deadline_s` are marked
@@ -19,6 +21,7 @@ mod dead_letters;
 mod deadlines;
 mod republish;
 mod timeouts;
+mod unacknowledged;
 
 use std::future::Future;
 use std::time::Duration;
@@ -43,16 +46,22 @@ pub struct SweepConfig {
     /// A `CANCELLING` run the executor has not confirmed this long after the cancel was
     /// asked for becomes `CANCELLED` (`scheduler.cancel_timeout_s`).
     pub cancel_timeout: Duration,
+    /// A dispatcher wave recorded this long ago and still not acknowledged is taken as its
+    /// dispatcher's death: its runs still `ENQUEUED` are published again. Longer than the
+    /// dispatcher's launch timeout, and far inside the launch stream's duplicate window.
+    pub unacknowledged_after: Duration,
 }
 
 impl Default for SweepConfig {
-    /// A sweep every second; 300 s start timeout, 3 re-publishes, 60 s cancel timeout.
+    /// A sweep every second; 300 s start timeout, 3 re-publishes, 60 s cancel timeout, waves
+    /// unacknowledged after 30 s.
     fn default() -> Self {
         SweepConfig {
             every: Duration::from_secs(1),
             start_timeout: Duration::from_secs(300),
             max_republish: 3,
             cancel_timeout: Duration::from_secs(60),
+            unacknowledged_after: Duration::from_secs(30),
         }
     }
 }
@@ -109,6 +118,7 @@ impl<L: RunLauncher> Sweeper<L> {
         let timed_out = self.time_out().await?;
         self.time_out_cancels().await?;
         self.send_cancels().await?;
+        self.publish_unacknowledged().await?;
         self.republish_unstarted().await?;
         let released = self.release_queued().await?;
         self.send_dead_letters().await?;

@@ -1,5 +1,6 @@
 //! The dispatcher on real PostgreSQL and a real nats-server: racing instances, a process
-//! killed between PubAck and the status update, a broker outage, each overlap policy,
+//! killed before its wave's commit, between it and the publishes, and between the PubAcks
+//! and the wave's acknowledgement, a broker outage, each overlap policy,
 //! `max_run_seconds`, the launch deadline and permanent launch errors.
 
 mod dispatcher_support;
@@ -16,6 +17,7 @@ use dispatcher_support::{
 use kairos_core::{Reported, RunStatus};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::sweep::{SweepConfig, Sweeper};
 
 /// Rounds until no run is left to publish. Right after a child process died, PostgreSQL may
 /// not have ended its session yet, so its row locks can still make a round skip those runs
@@ -120,10 +122,11 @@ async fn three_dispatchers_publish_every_run_exactly_once() {
     race(pool, 3).await;
 }
 
-/// The child of the kill test: one round with `KAIROS_CRASH_AT=dispatcher_after_ack`,
-/// which aborts the process after every PubAck and before the runs are recorded.
+/// The child of the kill tests: one round that aborts at the crash point `KAIROS_CRASH_AT`
+/// names (`dispatcher_before_publish`: the wave is committed `ENQUEUED`, nothing is
+/// published; `dispatcher_after_ack`: every PubAck is in, the wave is not acknowledged).
 #[tokio::test]
-#[ignore = "run by killed_between_ack_and_record_loses_and_doubles_nothing"]
+#[ignore = "run by the kill tests below"]
 async fn child_round_that_crashes() {
     let (Ok(db), Ok(nats_url)) = (
         std::env::var("KAIROS_TEST_DB_URL"),
@@ -142,25 +145,9 @@ async fn child_round_that_crashes() {
     panic!("the crash point was not reached");
 }
 
-#[tokio::test]
-async fn killed_between_ack_and_record_loses_and_doubles_nothing() {
-    let db = TestDb::new().await;
-    let pool = db.pool();
-    let (_server, launcher) = nats().await;
-    workflow(&pool).await;
-    schedule(&pool, "s", "allow", None).await;
-    let keys: Vec<String> = (0..50).map(key).collect();
-    for (n, key) in keys.iter().enumerate() {
-        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
-    }
-    let base = std::env::var("KAIROS_TEST_DATABASE_URL").expect("KAIROS_TEST_DATABASE_URL");
-    let (server_url, _) = base.rsplit_once('/').expect("url with a database");
-    let database = pool
-        .connect_options()
-        .get_database()
-        .expect("test db")
-        .to_string();
-    let nats_url = _server.url();
+/// Runs [`child_round_that_crashes`] against `db`'s database and `nats_url`, dying at
+/// `point`.
+fn crash_child(db: &TestDb, nats_url: &str, point: &str) {
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "child_round_that_crashes",
@@ -168,42 +155,99 @@ async fn killed_between_ack_and_record_loses_and_doubles_nothing() {
             "--ignored",
             "--nocapture",
         ])
-        .env("KAIROS_CRASH_AT", "dispatcher_after_ack")
-        .env("KAIROS_TEST_DB_URL", format!("{server_url}/{database}"))
-        .env("KAIROS_TEST_NATS_URL", &nats_url)
+        .env("KAIROS_CRASH_AT", point)
+        .env("KAIROS_TEST_DB_URL", db.url())
+        .env("KAIROS_TEST_NATS_URL", nats_url)
         .status()
         .expect("spawn child");
     assert!(!status.success(), "the child must die at the crash point");
+}
+
+/// A sweeper that takes a wave as unacknowledged at once.
+fn eager_sweeper(
+    pool: &PgPool,
+    launcher: &kairos_launcher::NatsLauncher,
+) -> Sweeper<kairos_launcher::NatsLauncher> {
+    Sweeper::new(
+        pool.clone(),
+        launcher.clone(),
+        SweepConfig {
+            unacknowledged_after: Duration::ZERO,
+            ..dispatcher_support::sweep_config()
+        },
+    )
+}
+
+/// A dispatcher killed after it committed a wave `ENQUEUED` and before publishing it, or
+/// after every PubAck and before acknowledging the wave, loses and doubles nothing: the
+/// wave's row names its runs, and the sweep publishes them again under the same ids (the
+/// stream drops those already stored).
+async fn killed_after_the_commit(point: &str, published_by_the_child: usize) {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    let keys: Vec<String> = (0..50).map(key).collect();
+    for (n, key) in keys.iter().enumerate() {
+        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
+    }
+    crash_child(&db, &server.url(), point);
     assert_eq!(
         stream_ids(&launcher).await.len(),
-        50,
-        "the child published all"
+        published_by_the_child,
+        "what the child published before it died"
     );
     assert!(
         statuses(&pool)
             .await
             .values()
-            .all(|s| *s == RunStatus::Pending),
-        "the killed transaction rolled back"
+            .all(|s| *s == RunStatus::Enqueued),
+        "the wave was committed before its publishes"
     );
-
-    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
-    drain_after_crash(&dispatcher, &pool).await;
-    assert!(statuses(&pool)
+    assert_eq!(
+        kairos_store::dispatch::waves::open_count(&pool)
+            .await
+            .expect("waves"),
+        1,
+        "the wave is not acknowledged"
+    );
+    eager_sweeper(&pool, &launcher)
+        .sweep()
         .await
-        .values()
-        .all(|s| *s == RunStatus::Enqueued));
+        .expect("sweep");
+    assert_eq!(
+        kairos_store::dispatch::waves::open_count(&pool)
+            .await
+            .expect("waves"),
+        0,
+        "the sweep closed the wave"
+    );
     let ids = stream_ids(&launcher).await;
     assert_eq!(
-        ids, keys,
-        "one message per key, in fire_at order: duplicates dropped"
+        ids.iter().collect::<HashSet<_>>().len(),
+        50,
+        "every run published"
     );
+    assert_eq!(ids.len(), 50, "none twice: duplicates dropped");
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert!(keys.iter().all(|key| unique.contains(key)));
+}
+
+#[tokio::test]
+async fn killed_between_commit_and_publish_loses_and_doubles_nothing() {
+    killed_after_the_commit("dispatcher_before_publish", 0).await;
+}
+
+#[tokio::test]
+async fn killed_between_ack_and_acknowledgement_loses_and_doubles_nothing() {
+    killed_after_the_commit("dispatcher_after_ack", 50).await;
 }
 
 /// A kairos instance killed while it publishes a retry (between the PubAck of attempt 2 and
-/// its commit) loses no attempt and doubles none: the run is still RETRYING, the next
-/// dispatcher publishes attempt 2 again under the same `Nats-Msg-Id` (`key:2`), and the
-/// stream keeps one copy.
+/// the wave's acknowledgement) loses no attempt and doubles none: the run is `ENQUEUED` in
+/// attempt 2, the sweep publishes attempt 2 again under the same `Nats-Msg-Id` (`key:2`),
+/// and the stream keeps one copy.
 #[tokio::test]
 async fn killed_while_publishing_a_retry_loses_and_doubles_no_attempt() {
     let db = TestDb::new().await;
@@ -225,34 +269,57 @@ async fn killed_while_publishing_a_retry_loses_and_doubles_no_attempt() {
     intake.report(&k, &failed).await.expect("attempt 1 failed");
     assert_eq!(statuses(&pool).await[&k], RunStatus::Retrying);
 
-    let status = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "child_round_that_crashes",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("KAIROS_CRASH_AT", "dispatcher_after_ack")
-        .env("KAIROS_TEST_DB_URL", db.url())
-        .env("KAIROS_TEST_NATS_URL", server.url())
-        .status()
-        .expect("spawn child");
-    assert!(!status.success(), "the child must die at the crash point");
+    crash_child(&db, &server.url(), "dispatcher_after_ack");
     assert_eq!(
         stream_ids(&launcher).await,
         vec![k.clone(), format!("{k}:2")]
     );
-    assert_eq!(
-        statuses(&pool).await[&k],
-        RunStatus::Retrying,
-        "the killed transaction rolled back"
-    );
+    assert_eq!(statuses(&pool).await[&k], RunStatus::Enqueued);
+    assert_eq!(field(&pool, &k, "attempt").await.as_deref(), Some("2"));
+    eager_sweeper(&pool, &launcher)
+        .sweep()
+        .await
+        .expect("sweep");
     drain_after_crash(&dispatcher, &pool).await;
     assert_eq!(statuses(&pool).await[&k], RunStatus::Enqueued);
     assert_eq!(
         stream_ids(&launcher).await,
         vec![k.clone(), format!("{k}:2")],
         "attempt 2 once: the re-publish was a duplicate"
+    );
+}
+
+/// A dispatcher killed before its wave's commit rolls the wave back: nothing was
+/// published, the runs are `PENDING` again, and the next dispatcher publishes each once.
+#[tokio::test]
+async fn killed_before_the_commit_leaves_the_runs_pending() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (server, launcher) = nats().await;
+    workflow(&pool).await;
+    schedule(&pool, "s", "allow", None).await;
+    let keys: Vec<String> = (0..20).map(key).collect();
+    for (n, key) in keys.iter().enumerate() {
+        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
+    }
+    crash_child(&db, &server.url(), "dispatcher_before_commit");
+    assert!(stream_ids(&launcher).await.is_empty(), "nothing published");
+    let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());
+    drain_after_crash(&dispatcher, &pool).await;
+    assert!(statuses(&pool)
+        .await
+        .values()
+        .all(|s| *s == RunStatus::Enqueued));
+    assert_eq!(
+        stream_ids(&launcher).await,
+        keys,
+        "once each, in fire_at order"
+    );
+    assert_eq!(
+        kairos_store::dispatch::waves::open_count(&pool)
+            .await
+            .expect("waves"),
+        0
     );
 }
 

@@ -143,8 +143,9 @@ async fn dispatcher_metrics_match_the_runs() {
         rounds as f64
     );
 
-    // The drift histogram holds exactly the seven enqueued ticks, with the database's
-    // published_at - run_at as values.
+    // The drift histogram holds exactly the seven enqueued ticks, each from its own
+    // acknowledgement: no earlier than the database's published_at (when its wave was let
+    // out, just before the publish) and within the local server's round trip of it.
     let (count, sum): (i64, f64) = sqlx::query_as(
         "select count(*), sum(extract(epoch from published_at - run_at))::float8 \
          from schedule_runs where published_at is not null and idempotency_key <> $1",
@@ -158,7 +159,11 @@ async fn dispatcher_metrics_match_the_runs() {
         value(&text, &format!("{}{suffix}", m::FIRE_DRIFT), labels)
     };
     assert_eq!(drift("_count", &[]), 7.0);
-    assert!((drift("_sum", &[]) - sum).abs() < 1e-6, "drift sum {sum}");
+    let observed = drift("_sum", &[]);
+    assert!(
+        observed >= sum - 1e-6 && observed - sum < 7.0,
+        "drift sum {observed} against published_at - run_at {sum}"
+    );
     // Every tick was 1 to 3 s overdue when dispatched: none under 0.5 s, all under 10 s.
     assert_eq!(drift("_bucket", &[("le", "0.5")]), 0.0);
     assert_eq!(drift("_bucket", &[("le", "10")]), 7.0);

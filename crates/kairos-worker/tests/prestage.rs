@@ -115,7 +115,7 @@ async fn a_round_publishes_in_waves_and_each_wave_sees_the_one_before() {
 }
 
 #[tokio::test]
-async fn each_run_of_a_wave_is_published_at_its_own_acknowledgement() {
+async fn a_waves_runs_are_published_when_it_is_let_out_and_drift_by_their_own_ack() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (_server, launcher) = nats().await;
@@ -131,27 +131,26 @@ async fn each_run_of_a_wave_is_published_at_its_own_acknowledgement() {
         .fetch_one(&pool)
         .await
         .expect("now");
-    let published: Vec<(i64, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
-        "select stream_seq, published_at, fire_at from schedule_runs order by stream_seq",
-    )
-    .fetch_all(&pool)
-    .await
-    .expect("runs");
-    // The stream acknowledges in sequence order, so the times follow it; a wave stamped
-    // with one time (its last acknowledgement) would show a single value.
-    assert!(
-        published.windows(2).all(|pair| pair[0].1 <= pair[1].1),
-        "published_at follows the stream sequence"
-    );
-    let distinct: std::collections::HashSet<_> = published.iter().map(|row| row.1).collect();
-    assert!(
-        distinct.len() > 1,
-        "each run has its own time, not its wave's"
-    );
+    let published: Vec<(DateTime<Utc>, DateTime<Utc>)> =
+        sqlx::query_as("select published_at, fire_at from schedule_runs")
+            .fetch_all(&pool)
+            .await
+            .expect("runs");
     assert!(
         published
             .iter()
-            .all(|(_, at, fire_at)| fire_at <= at && *at <= after),
+            .all(|(at, fire_at)| fire_at <= at && *at <= after),
         "between fire_at and the database's clock after the round"
+    );
+    // The drift is each run's own acknowledgement: not one value for the whole wave.
+    assert_eq!(round.drift_seconds.len(), 100, "every planned tick drifts");
+    let distinct: std::collections::HashSet<u64> = round
+        .drift_seconds
+        .iter()
+        .map(|drift| drift.to_bits())
+        .collect();
+    assert!(
+        distinct.len() > 1,
+        "each run has its own drift, not its wave's"
     );
 }

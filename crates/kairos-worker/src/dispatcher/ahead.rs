@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Blockers, Claimed};
@@ -64,6 +64,30 @@ impl Ahead {
     }
 }
 
+impl Ahead {
+    /// Whether the schedule `id` was locked and read clear ahead, and still stands so.
+    pub(super) fn is_clear(&self, id: &str) -> bool {
+        self.clear.contains_key(id)
+    }
+
+    /// What was taken and read ahead, as `decide` takes them: the schedules held, and the
+    /// blockers of those read clear.
+    pub(super) fn view(&self) -> (&HashSet<String>, &HashMap<String, Blockers>) {
+        (&self.held, &self.clear)
+    }
+}
+
+/// Whether a wave due at `first` is pre-staged: due at least [`AHEAD_MIN`] from now on the
+/// database's clock, so there is time to prepare it before its tick.
+pub(super) fn prestaged(first: DateTime<Utc>, release: &Release) -> bool {
+    match release {
+        Release::WhenDue(clock) => {
+            first - clock.now() >= TimeDelta::from_std(AHEAD_MIN).unwrap_or_default()
+        }
+        Release::Now(_) => false,
+    }
+}
+
 /// Whether `run` is decided with its schedule's dispatch lock (`round.rs`, `decide`).
 pub(super) fn exclusive(run: &Claimed) -> bool {
     run.overlap_policy != OverlapPolicy::Allow || run.exclusive
@@ -79,12 +103,10 @@ impl<L: RunLauncher> Dispatcher<L> {
         waiting: &[Claimed],
         release: &Release,
     ) -> Result<Ahead> {
-        let (Release::WhenDue(clock), Some(first)) =
-            (release, waiting.iter().map(|run| run.fire_at).min())
-        else {
+        let Some(first) = waiting.iter().map(|run| run.fire_at).min() else {
             return Ok(Ahead::default());
         };
-        if first - clock.now() < TimeDelta::from_std(AHEAD_MIN).unwrap_or_default() {
+        if !prestaged(first, release) {
             return Ok(Ahead::default());
         }
         // A `RETRYING` run holds its schedule already: it is never clear, so it is locked

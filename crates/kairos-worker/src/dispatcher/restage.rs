@@ -8,28 +8,31 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
-use kairos_store::dispatch::{self, Claimed, Seen};
+use kairos_store::dispatch::{self, Claimed, RunSpan, Seen};
 use kairos_store::Tx;
 
 use super::ahead::Ahead;
+use super::stage::Staged;
 use super::Result;
 
 /// The wave to decide now, after the runs left behind by a schedule write are restaged;
 /// kept runs due later go back to `waiting`. Only the schedules written since the claim
 /// (`seen`), or already past a run's revision when it was claimed, are read again: at a
 /// burst's tick that is one scan of a table of recent writes, not a read of every schedule
-/// of the wave. What the round read `ahead` of those schedules is forgotten. Returns the
-/// wave and how many runs were withdrawn (cancelled).
+/// of the wave. What the round read `ahead` of those schedules is forgotten, and what it
+/// recorded ahead for them taken back. Returns the wave and how many runs were withdrawn
+/// (cancelled).
 pub(super) async fn restage(
     tx: &mut Tx,
     wave: Vec<Claimed>,
     waiting: &mut Vec<Claimed>,
     seen: &Seen,
     now: DateTime<Utc>,
-    ahead: &mut Ahead,
+    (ahead, staged, span): (&mut Ahead, &mut Staged, RunSpan),
 ) -> Result<(Vec<Claimed>, usize)> {
     let written = dispatch::written_since(&mut **tx, seen).await?;
     ahead.forget(&written);
+    staged.take_back_written(tx, &written, span).await?;
     let suspect = |run: &Claimed| {
         run.status == RunStatus::Pending
             && (written.contains(&run.schedule_id) || run.stale_at_claim())

@@ -1,13 +1,15 @@
 //! One dispatcher round over a claimed batch, from the claim's transaction on. It reads as
-//! its steps: triage → then, wave by wave as runs come due, restage (runs whose schedule was
-//! written meanwhile, `restage.rs`) → decide → launch → (the instance's other publishes end,
-//! `publishing.rs`) → settle → record → commit (and lock the runs still waiting again).
+//! its steps: triage → record ahead what the next wave will launch (`stage.rs`) → then,
+//! wave by wave as runs come due: restage (runs whose schedule was written meanwhile,
+//! `restage.rs`) → decide → record the rest of the wave → commit → launch → acknowledge →
+//! lock the runs still waiting again, and settle those whose skip waited for the launch.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use kairos_core::{OverlapPolicy, RunStatus};
+use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use kairos_launcher::RunLauncher;
+use kairos_store::dispatch::waves::{self, Wave};
 use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unlaunchable};
 use kairos_store::Tx;
 
@@ -15,8 +17,10 @@ use super::ahead::{self, Ahead};
 use super::clock::DbClock;
 use super::decide::{decide, Decision};
 use super::restage::restage;
+use super::stage::Staged;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
+use crate::priority::Launching;
 use crate::messages::Dags;
 use crate::metrics::SkipReason;
 
@@ -67,12 +71,14 @@ pub(super) enum Release {
 }
 
 impl<L: RunLauncher> Dispatcher<L> {
-    /// Decides, publishes and records the claimed runs, in waves: the runs due now go out
-    /// at once, a pre-staged run when its `fire_at` comes. Each wave is recorded and
-    /// committed before the next is decided, so the next wave's overlap decisions see it,
-    /// its runs are reportable at once and its dispatch locks are free; the runs still
-    /// waiting are locked again in the next transaction (`next_transaction`). Commits the
-    /// last one.
+    /// Decides, records and publishes the claimed runs, in waves: the runs due now go out
+    /// at once, a pre-staged run when its `fire_at` comes. A wave's launches are recorded
+    /// `ENQUEUED` (ahead of the tick where they can be, `stage.rs`) and committed before
+    /// they are published, so a report never waits for the round that launched its run;
+    /// the wave's row in `launch_waves` covers a crash between that commit and the
+    /// acknowledgements. The runs still waiting, and those whose skip or queue depends on
+    /// this wave's publishes, are locked again in the next transaction
+    /// (`next_transaction`). Commits the last one.
     pub(super) async fn dispatch(
         &self,
         mut tx: Tx,
@@ -86,12 +92,25 @@ impl<L: RunLauncher> Dispatcher<L> {
         let claimed_n = claimed.len();
         let mut dags = Dags::load(&mut tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
-        let mut drift = dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
+        dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
+        let mut drift = Vec::new();
         let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
+        // Cancels asked in a transaction not committed yet: sent after its commit.
+        let mut unsent_cancels = 0;
         let mut ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
+        let mut staged = Staged::record(&mut tx, &waiting, &ahead, &release, span).await?;
         while let Some(wave) = release.next_wave(&mut waiting).await {
-            let (wave, gone) =
-                restage(&mut tx, wave, &mut waiting, seen, release.now(), &mut ahead).await?;
+            // This process's status intake steps aside until the wave is out.
+            let launching = Launching::start();
+            let (wave, gone) = restage(
+                &mut tx,
+                wave,
+                &mut waiting,
+                seen,
+                release.now(),
+                (&mut ahead, &mut staged, span),
+            )
+            .await?;
             withdrawn += gone;
             // A restaged run launches what its schedule launches now: maybe a version
             // deployed after the claim, whose DAG is loaded here (or which fails the run).
@@ -101,30 +120,63 @@ impl<L: RunLauncher> Dispatcher<L> {
                 dispatch::record(&mut tx, &unlaunchable, span, release.now()).await?;
                 outcomes.extend(unlaunchable);
             }
+            staged.keep_alone_in(&mut tx, &wave, span).await?;
             if wave.is_empty() {
                 continue;
             }
             let decisions = self
                 .decide(&mut tx, &wave, std::mem::take(&mut ahead))
                 .await?;
-            let publish = self.publishing.start(self.config.launch_timeout);
-            let launched = self.launch(&wave, &decisions, &dags, release.clock()).await;
-            crash_point("dispatcher_after_ack");
-            publish.finish().await;
-            let (mut recorded, stood) = settle(&wave, &decisions, &launched);
+            staged
+                .keep_launched(&mut tx, &wave, &decisions, span)
+                .await?;
+            let launches = launches(&wave, &decisions);
+            let at_tick: Vec<(&Claimed, bool)> = launches
+                .iter()
+                .filter(|(run, _)| !staged.contains(run))
+                .copied()
+                .collect();
+            waves::record_launches(&mut tx, &at_tick, span, release.now()).await?;
+            let (settled, mut after, stood) = settle_now(&wave, &decisions);
             skips.extend(stood);
-            recorded.extend(launched);
-            drift.extend(dispatch::record(&mut tx, &recorded, span, release.now()).await?);
-            let asked = cancel_others(&mut tx, &wave, &decisions, &recorded).await?;
+            dispatch::record(&mut tx, &settled, span, release.now()).await?;
+            let asked = cancel_others(&mut tx, &wave, &decisions, &settled).await?;
             cancels += asked;
+            outcomes.extend(settled);
+            let runs: Vec<&Claimed> = launches.iter().map(|(run, _)| *run).collect();
+            let opened = waves::open(&mut tx, &runs).await?;
+            crash_point("dispatcher_before_commit");
+            tx.commit().await?;
+            staged = Staged::default();
+            crash_point("dispatcher_before_publish");
+            self.cancels_asked(asked + std::mem::take(&mut unsent_cancels))
+                .await;
+            let launched = self.launch(&wave, &decisions, &dags, release.clock()).await;
+            drop(launching);
+            crash_point("dispatcher_after_ack");
+            drift.extend(drift_of(&wave, &launched));
+            if let Some(opened) = opened {
+                self.acknowledge(opened, &wave, &launched).await?;
+            }
+            tx = self.next_transaction(&mut waiting, &mut after).await?;
+            let (recorded, stood) = settle(&after, &launched);
+            skips.extend(stood);
+            dispatch::record(&mut tx, &recorded, span, release.now()).await?;
+            let (after_runs, after_decisions): (Vec<Claimed>, Vec<Decision>) =
+                after.into_iter().unzip();
+            unsent_cancels =
+                cancel_others(&mut tx, &after_runs, &after_decisions, &recorded).await?;
+            cancels += unsent_cancels;
+            outcomes.extend(launched);
             outcomes.extend(recorded);
             if !waiting.is_empty() {
-                tx = self.next_transaction(tx, &mut waiting, asked).await?;
                 ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
+                staged = Staged::record(&mut tx, &waiting, &ahead, &release, span).await?;
             }
         }
         tx.commit().await?;
         crash_point("dispatcher_after_commit");
+        self.cancels_asked(unsent_cancels).await;
         let mut round = Round::tally(claimed_n - withdrawn, &outcomes, &skips, drift);
         round.claimed = claimed_n;
         round.cancels = cancels;
@@ -132,33 +184,65 @@ impl<L: RunLauncher> Dispatcher<L> {
         Ok(round)
     }
 
-    /// Commits `tx` (and sends the cancel messages its wave asked for, if any) and locks the
-    /// runs still `waiting` again in a new transaction. A run another transaction took or
-    /// changed in between leaves the round (it is that one's now); the others come back with
-    /// their `fire_at` and revision as stored.
+    /// After a commit that asked runs in flight to cancel: their cancel messages (the sweep
+    /// sends any this leaves).
+    async fn cancels_asked(&self, asked: usize) {
+        if asked == 0 {
+            return;
+        }
+        if let Err(err) = self.send_cancels().await {
+            tracing::warn!(error = %crate::error_chain(&err),
+                "cancel messages not sent; the sweep sends them");
+        }
+    }
+
+    /// Once a wave's publishes are all acknowledged (or timed out): the runs whose publish
+    /// failed are put back and the wave's row deleted, in a transaction of its own.
+    async fn acknowledge(
+        &self,
+        opened: Wave,
+        wave: &[Claimed],
+        launched: &[Outcome],
+    ) -> Result<()> {
+        let by_key: HashMap<&str, &Claimed> = wave
+            .iter()
+            .map(|run| (run.idempotency_key.as_str(), run))
+            .collect();
+        let unsent: Vec<(&Claimed, &Outcome)> = launched
+            .iter()
+            .filter(|outcome| !matches!(outcome.settled(), Settled::Enqueued { .. }))
+            .filter_map(|outcome| by_key.get(outcome.key()).map(|run| (*run, outcome)))
+            .collect();
+        waves::acknowledge(&self.pool, opened, &unsent).await?;
+        Ok(())
+    }
+
+    /// A new transaction holding again what the round still needs: the runs `waiting` for a
+    /// later wave, and those whose skip or queue waited for this wave's publishes (`after`).
+    /// A run another transaction took or changed in between leaves the round (it is that
+    /// one's now); the others come back with their `fire_at` and revision as stored.
     async fn next_transaction(
         &self,
-        tx: Tx,
         waiting: &mut Vec<Claimed>,
-        cancels: usize,
+        after: &mut Vec<(Claimed, Decision)>,
     ) -> Result<Tx> {
-        tx.commit().await?;
-        if cancels > 0 {
-            if let Err(err) = self.send_cancels().await {
-                tracing::warn!(error = %crate::error_chain(&err),
-                    "cancel messages not sent; the sweep sends them");
-            }
-        }
         let mut tx = Tx::begin(&self.pool).await?;
-        let still = dispatch::relock(&mut tx, waiting).await?;
-        waiting.retain_mut(|run| match still.get(&run.idempotency_key) {
+        if waiting.is_empty() && after.is_empty() {
+            return Ok(tx);
+        }
+        let mut all: Vec<Claimed> = waiting.clone();
+        all.extend(after.iter().map(|(run, _)| run.clone()));
+        let still = dispatch::relock(&mut tx, &all).await?;
+        let keep = |run: &mut Claimed| match still.get(&run.idempotency_key) {
             Some(&(fire_at, revision)) => {
                 run.fire_at = fire_at;
                 run.revision = revision;
                 true
             }
             None => false,
-        });
+        };
+        waiting.retain_mut(keep);
+        after.retain_mut(|(run, _)| keep(run));
         Ok(tx)
     }
 
@@ -192,7 +276,7 @@ impl<L: RunLauncher> Dispatcher<L> {
 
 impl Release {
     /// The database's time now (at the latest).
-    fn now(&self) -> DateTime<Utc> {
+    pub(super) fn now(&self) -> DateTime<Utc> {
         match self {
             Release::WhenDue(clock) => clock.now(),
             Release::Now(now) => *now,
@@ -298,14 +382,47 @@ fn triage(claimed: Vec<Claimed>, dags: &Dags) -> (Vec<Claimed>, Vec<Outcome>) {
     (live, failed)
 }
 
-/// The outcomes of the runs that were not launched, and why each skip that stood was
-/// counted. A skip or queue behind a run of this batch stands only if that run went out;
-/// otherwise the run stays `PENDING` untouched.
-fn settle(
-    live: &[Claimed],
+/// The runs a wave launches, each with whether it counts against its schedule's runs in
+/// flight.
+fn launches<'a>(wave: &'a [Claimed], decisions: &[Decision]) -> Vec<(&'a Claimed, bool)> {
+    wave.iter()
+        .zip(decisions)
+        .filter_map(|(run, decision)| match decision {
+            Decision::Launch { exclusive } => Some((run, *exclusive)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Before a wave's publishes: the outcomes that do not depend on them (a skip or queue
+/// behind runs already in flight, a late run failed), recorded with the wave's launches;
+/// the runs whose skip or queue is behind runs of this very wave, with their decisions,
+/// settled once the publishes are known (`settle`); and why each skip that stood was
+/// counted.
+fn settle_now(
+    wave: &[Claimed],
     decisions: &[Decision],
-    launched: &[Outcome],
-) -> (Vec<Outcome>, Vec<SkipReason>) {
+) -> (Vec<Outcome>, Vec<(Claimed, Decision)>, Vec<SkipReason>) {
+    let (mut now, mut after) = (Vec::new(), Vec::new());
+    for (run, decision) in wave.iter().zip(decisions) {
+        match decision {
+            Decision::Skip { behind, .. } | Decision::Queue { behind, .. }
+                if !behind.is_empty() =>
+            {
+                after.push((run.clone(), decision.clone()));
+            }
+            _ => now.push((run.clone(), decision.clone())),
+        }
+    }
+    let (settled, skips) = settle(&now, &[]);
+    (settled, after, skips)
+}
+
+/// The outcomes of the runs that were not launched, and why each skip that stood was
+/// counted. A skip or queue behind a run of this batch stands only if that run went out
+/// (is among the `launched` outcomes `ENQUEUED`); otherwise the run stays `PENDING`
+/// untouched.
+fn settle(runs: &[(Claimed, Decision)], launched: &[Outcome]) -> (Vec<Outcome>, Vec<SkipReason>) {
     let enqueued: HashSet<&str> = launched
         .iter()
         .filter(|o| matches!(o.settled(), Settled::Enqueued { .. }))
@@ -313,7 +430,7 @@ fn settle(
         .collect();
     let stands = |behind: &[String]| behind.iter().all(|key| enqueued.contains(key.as_str()));
     let (mut settled, mut skips) = (Vec::new(), Vec::new());
-    for (run, decision) in live.iter().zip(decisions) {
+    for (run, decision) in runs {
         let key = run.idempotency_key.as_str();
         let outcome = match decision {
             Decision::Skip {
@@ -339,6 +456,30 @@ fn settle(
         settled.push(outcome);
     }
     (settled, skips)
+}
+
+/// The fire drift of each planner tick (first attempt) a wave's publishes enqueued: seconds
+/// from its planned `run_at` to its own acknowledgement on the database's clock (negative
+/// when a negative jitter let it out early). Manual, backfill and api runs have no planned
+/// time to drift from; a run-launcher start has no clock to date its acknowledgements by.
+fn drift_of(wave: &[Claimed], launched: &[Outcome]) -> Vec<f64> {
+    let planned: HashMap<&str, DateTime<Utc>> = wave
+        .iter()
+        .filter(|run| run.source == RunSource::Schedule && run.attempt == 1)
+        .map(|run| (run.idempotency_key.as_str(), run.run_at))
+        .collect();
+    launched
+        .iter()
+        .filter_map(|outcome| match outcome.settled() {
+            Settled::Enqueued {
+                published_at: Some(at),
+                ..
+            } => planned
+                .get(outcome.key())
+                .map(|run_at| (*at - *run_at).as_seconds_f64()),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Round {

@@ -15,6 +15,8 @@
 //!   answers 503). A report is never applied twice: a failed batch wrote nothing.
 //! - Back-pressure: at most [`MAX_WAITING`] reports wait; callers then wait to hand theirs
 //!   in.
+//! - Launches first: a batch starts once this process's dispatcher has no wave being
+//!   recorded or published, or after `priority::MAX_YIELD` (`crate::priority`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -126,6 +128,7 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
             }
         }
         if !batch.is_empty() {
+            crate::priority::launches_out(crate::priority::MAX_YIELD).await;
             let busy = apply_batch(&pool, batch).await;
             crate::metrics::reports_held(busy.len());
             held.hold(busy, Instant::now());

@@ -1,0 +1,191 @@
+//! Recording ahead: while a round waits for a pre-staged wave's tick, it records `ENQUEUED`
+//! the runs of that wave whose decision nothing but a schedule write can change before the
+//! tick, in its open transaction. No one sees them before the round commits at the tick,
+//! so the contract holds (a run is `ENQUEUED` when its launch goes out), and at the tick the
+//! round's costliest statement is already done: it commits and publishes.
+//!
+//! A run is recorded ahead when it is `PENDING`, not past its launch deadline, the only run
+//! of its schedule in the round, and goes out whatever happens before the tick: overlap
+//! `allow`, or an exclusive schedule locked and read clear ahead (`ahead.rs`). At the tick,
+//! a run whose schedule was written since the claim, that left the wave, or that the tick's
+//! decision does not launch as recorded is taken back to `PENDING` before anything else is
+//! written for it. While the record runs, this process's status intake steps aside
+//! (`crate::priority`).
+
+use std::collections::{HashMap, HashSet};
+
+use kairos_core::{OverlapPolicy, RunStatus};
+use kairos_store::dispatch::{waves, Claimed, RunSpan};
+use kairos_store::Tx;
+
+use super::ahead::{self, Ahead};
+use super::decide::{decide, Decision};
+use super::round::Release;
+use super::Result;
+use crate::priority::Launching;
+
+/// The runs a round recorded `ENQUEUED` ahead of its next wave's tick: key → whether each
+/// counts against its schedule's runs in flight.
+#[derive(Debug, Default)]
+pub(super) struct Staged {
+    runs: HashMap<String, Claimed>,
+    exclusive: HashMap<String, bool>,
+}
+
+impl Staged {
+    /// Records ahead the runs of the next wave of `waiting` that qualify (see the module's
+    /// summary), when that wave is pre-staged. Nothing otherwise.
+    pub(super) async fn record(
+        tx: &mut Tx,
+        waiting: &[Claimed],
+        ahead: &Ahead,
+        release: &Release,
+        span: RunSpan,
+    ) -> Result<Staged> {
+        let Some(first) = waiting.iter().map(|run| run.fire_at).min() else {
+            return Ok(Staged::default());
+        };
+        if !ahead::prestaged(first, release) {
+            return Ok(Staged::default());
+        }
+        let mut per_schedule: HashMap<&str, usize> = HashMap::new();
+        for run in waiting {
+            *per_schedule.entry(run.schedule_id.as_str()).or_default() += 1;
+        }
+        let candidates: Vec<Claimed> = waiting
+            .iter()
+            .filter(|run| {
+                run.fire_at <= first
+                    && run.status == RunStatus::Pending
+                    && !run.late
+                    && !run.stale_at_claim()
+                    && per_schedule.get(run.schedule_id.as_str()) == Some(&1)
+                    && (run.overlap_policy == OverlapPolicy::Allow
+                        || ahead.is_clear(&run.schedule_id))
+            })
+            .cloned()
+            .collect();
+        let (held, blockers) = ahead.view();
+        let decisions = decide(&candidates, held, blockers);
+        let mut staged = Staged::default();
+        let mut launches: Vec<(&Claimed, bool)> = Vec::new();
+        for (run, decision) in candidates.iter().zip(&decisions) {
+            if let Decision::Launch { exclusive } = decision {
+                launches.push((run, *exclusive));
+            }
+        }
+        if launches.is_empty() {
+            return Ok(staged);
+        }
+        let launching = Launching::start();
+        waves::record_launches(tx, &launches, span, release.now()).await?;
+        drop(launching);
+        for (run, exclusive) in launches {
+            staged
+                .exclusive
+                .insert(run.idempotency_key.clone(), exclusive);
+            staged.runs.insert(run.idempotency_key.clone(), run.clone());
+        }
+        Ok(staged)
+    }
+
+    /// Whether `run` was recorded ahead.
+    pub(super) fn contains(&self, run: &Claimed) -> bool {
+        self.runs.contains_key(&run.idempotency_key)
+    }
+
+    /// Takes back the runs of the schedules in `written` (written since the claim: what was
+    /// read ahead of them no longer holds, and the run may be restaged).
+    pub(super) async fn take_back_written(
+        &mut self,
+        tx: &mut Tx,
+        written: &HashSet<String>,
+        span: RunSpan,
+    ) -> Result<()> {
+        let keys: Vec<String> = self
+            .runs
+            .values()
+            .filter(|run| written.contains(&run.schedule_id))
+            .map(|run| run.idempotency_key.clone())
+            .collect();
+        self.take_back(tx, &keys, span).await
+    }
+
+    /// Before the tick's decisions: takes back the runs that left the wave, and those that
+    /// now share their schedule with another run of it (their decision would depend on it).
+    pub(super) async fn keep_alone_in(
+        &mut self,
+        tx: &mut Tx,
+        wave: &[Claimed],
+        span: RunSpan,
+    ) -> Result<()> {
+        let mut per_schedule: HashMap<&str, usize> = HashMap::new();
+        for run in wave {
+            *per_schedule.entry(run.schedule_id.as_str()).or_default() += 1;
+        }
+        let in_wave: HashSet<&str> = wave
+            .iter()
+            .map(|run| run.idempotency_key.as_str())
+            .collect();
+        let keys: Vec<String> = self
+            .runs
+            .values()
+            .filter(|run| {
+                !in_wave.contains(run.idempotency_key.as_str())
+                    || per_schedule.get(run.schedule_id.as_str()) != Some(&1)
+            })
+            .map(|run| run.idempotency_key.clone())
+            .collect();
+        self.take_back(tx, &keys, span).await
+    }
+
+    /// After the tick's decisions: takes back every run recorded ahead that the tick does not
+    /// launch exactly as recorded (only a schedule write could cause it, and those were taken
+    /// back before; this keeps the record true whatever the cause).
+    pub(super) async fn keep_launched(
+        &mut self,
+        tx: &mut Tx,
+        wave: &[Claimed],
+        decisions: &[Decision],
+        span: RunSpan,
+    ) -> Result<()> {
+        let keys: Vec<String> = wave
+            .iter()
+            .zip(decisions)
+            .filter(|(run, decision)| {
+                self.exclusive
+                    .get(&run.idempotency_key)
+                    .is_some_and(|exclusive| {
+                        **decision
+                            != Decision::Launch {
+                                exclusive: *exclusive,
+                            }
+                    })
+            })
+            .map(|(run, _)| run.idempotency_key.clone())
+            .collect();
+        if !keys.is_empty() {
+            tracing::warn!(
+                runs = keys.len(),
+                "runs recorded ahead of their tick were decided otherwise at it; taken back"
+            );
+        }
+        self.take_back(tx, &keys, span).await
+    }
+
+    async fn take_back(&mut self, tx: &mut Tx, keys: &[String], span: RunSpan) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let runs: Vec<Claimed> = keys
+            .iter()
+            .filter_map(|key| {
+                self.exclusive.remove(key);
+                self.runs.remove(key)
+            })
+            .collect();
+        let runs: Vec<&Claimed> = runs.iter().collect();
+        waves::take_back(tx, &runs, span).await?;
+        Ok(())
+    }
+}
