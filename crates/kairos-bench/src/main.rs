@@ -4,7 +4,7 @@
 //! own, so nothing of a real deployment is touched), starts `--instances` `kairos serve`
 //! processes, registers `--schedules` schedules by one deploy sync, optionally stores
 //! `--stored` schedules that are not due, waits for `--marks` tick marks, and prints one
-//! table: publish side (`published_at - run_at`: first, p50, p99, last), consumer side (a
+//! table: publish side (the stream's store time of each launch - its tick: first, p50, p99, last), consumer side (a
 //! JetStream consumer's receive time - `scheduled_for`: p50, p99), duplicates, missing,
 //! kairos's CPU and RSS, and the raw limits of the same machine (pipelined JetStream
 //! publishing without PostgreSQL; batched PostgreSQL status updates without NATS).

@@ -1,6 +1,7 @@
 //! The tick marks a run measures, waiting for them, and what the database says happened
-//! at each: how many runs were written and published, and how late (`published_at` is the
-//! database's clock once the stream acknowledged the message).
+//! at each: how many runs were written and published, and how late (`published_at` is when
+//! the run's wave was let out, on the database's clock, just before its publish; the report
+//! prefers the stream's own store time of each launch).
 
 use std::time::Duration;
 
@@ -29,7 +30,8 @@ pub struct Mark {
     pub rows: i64,
     /// Of those, published.
     pub published: i64,
-    /// `published_at - run_at` in ms: first, p50, p99, last.
+    /// `published_at - run_at` in ms: first, p50, p99, last (the report's fallback when the
+    /// bench's consumer saw no launch of the mark).
     pub publish_ms: [f64; 4],
     /// Mode `loop`: the return path.
     pub loop_figures: Option<LoopFigures>,

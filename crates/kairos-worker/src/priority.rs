@@ -52,7 +52,10 @@ mod tests {
     async fn the_intake_waits_for_the_launches_and_no_longer_than_its_limit() {
         let started = Instant::now();
         launches_out(Duration::from_secs(5)).await;
-        assert!(started.elapsed() < Duration::from_secs(1), "nothing launching: no wait");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "nothing launching: no wait"
+        );
 
         let launching = Launching::start();
         let started = Instant::now();

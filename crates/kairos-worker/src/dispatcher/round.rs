@@ -20,9 +20,9 @@ use super::restage::restage;
 use super::stage::Staged;
 use super::{report, Dispatcher, Result};
 use crate::crash::crash_point;
-use crate::priority::Launching;
 use crate::messages::Dags;
 use crate::metrics::SkipReason;
+use crate::priority::Launching;
 
 /// What one round did, by outcome.
 #[derive(Debug, Clone, Default, PartialEq)]
