@@ -91,11 +91,7 @@ pub async fn unstarted(
     default_s: i32,
     limit: i64,
 ) -> Result<Vec<Unstarted>> {
-    let columns: String = crate::runs::RUN_COLUMNS
-        .split(", ")
-        .map(|column| format!("r.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let columns = crate::runs::run_columns_of("r");
     let sql = format!(
         "select {columns}, r.republished, coalesce(s.max_attempts, 1) as max_attempts, \
            s.retry_intervals_s, s.retry_backoff_initial_s, s.retry_backoff_multiplier, \

@@ -19,6 +19,16 @@ pub(crate) const RUN_COLUMNS: &str =
     reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
     parent_key, created_at, updated_at, schedule_revision, deadline_at, late_at, late_reason";
 
+/// [`RUN_COLUMNS`], each qualified by the table alias `alias` (`r.idempotency_key, …`), for
+/// a read of whole runs joined to other tables.
+pub(crate) fn run_columns_of(alias: &str) -> String {
+    RUN_COLUMNS
+        .split(", ")
+        .map(|column| format!("{alias}.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A run row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {

@@ -37,6 +37,7 @@ mod clock;
 mod decide;
 mod lanes;
 mod launch;
+mod release;
 mod report;
 mod restage;
 mod round;
@@ -50,7 +51,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::{dispatch, PgPool, Tx};
 
 pub use clock::InstanceClock;
-use round::Release;
+use release::Release;
 pub use round::Round;
 
 pub use crate::error::{Error, Result};

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use dispatcher_support::{
-    config, drain, field, key, launcher, nats, run, schedule, statuses, stream_ids, until, workflow,
+    allow_runs_due, config, drain, field, key, launcher, nats, run, schedule, statuses, stream_ids,
+    until, workflow,
 };
 use kairos_core::{Reported, RunStatus};
 use kairos_store::PgPool;
@@ -186,12 +187,7 @@ async fn killed_after_the_commit(point: &str, published_by_the_child: usize) {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (server, launcher) = nats().await;
-    workflow(&pool).await;
-    schedule(&pool, "s", "allow", None).await;
-    let keys: Vec<String> = (0..50).map(key).collect();
-    for (n, key) in keys.iter().enumerate() {
-        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
-    }
+    let keys = allow_runs_due(&pool, 50).await;
     crash_child(&db, &server.url(), point);
     assert_eq!(
         stream_ids(&launcher).await.len(),
@@ -296,12 +292,7 @@ async fn killed_before_the_commit_leaves_the_runs_pending() {
     let db = TestDb::new().await;
     let pool = db.pool();
     let (server, launcher) = nats().await;
-    workflow(&pool).await;
-    schedule(&pool, "s", "allow", None).await;
-    let keys: Vec<String> = (0..20).map(key).collect();
-    for (n, key) in keys.iter().enumerate() {
-        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
-    }
+    let keys = allow_runs_due(&pool, 20).await;
     crash_child(&db, &server.url(), "dispatcher_before_commit");
     assert!(stream_ids(&launcher).await.is_empty(), "nothing published");
     let dispatcher = Dispatcher::new(pool.clone(), launcher.clone(), config());

@@ -9,7 +9,7 @@ mod dispatcher_support;
 
 use std::process::Command;
 
-use dispatcher_support::{config, key, nats, run, schedule, statuses, stream_ids, workflow};
+use dispatcher_support::{allow_runs_due, config, nats, statuses, stream_ids};
 use kairos_core::RunStatus;
 use kairos_store::PgPool;
 use kairos_testkit::TestDb;
@@ -42,12 +42,7 @@ async fn sidekiq_6804_killed_right_after_the_record_a_tick_is_neither_lost_nor_s
     let db = TestDb::new().await;
     let pool = db.pool();
     let (server, launcher) = nats().await;
-    workflow(&pool).await;
-    schedule(&pool, "s", "allow", None).await;
-    let keys: Vec<String> = (0..50).map(key).collect();
-    for (n, key) in keys.iter().enumerate() {
-        run(&pool, key, "s", -1.0 + n as f64 / 100.0).await;
-    }
+    let keys = allow_runs_due(&pool, 50).await;
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "child_round_killed_at_its_crash_point",

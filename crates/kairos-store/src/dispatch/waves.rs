@@ -212,11 +212,7 @@ pub async fn unacknowledged(
     if waves.is_empty() {
         return Ok(Vec::new());
     }
-    let columns: String = crate::runs::RUN_COLUMNS
-        .split(", ")
-        .map(|column| format!("r.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let columns = crate::runs::run_columns_of("r");
     let rows: Vec<WaveRun> = sqlx::query_as(&format!(
         "select w.wave_id, {columns} from launch_waves w \
          cross join lateral unnest(w.keys, w.attempts) as v(key, attempt) \

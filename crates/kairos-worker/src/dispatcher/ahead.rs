@@ -25,7 +25,7 @@ use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Blockers, Claimed};
 use kairos_store::Tx;
 
-use super::round::Release;
+use super::release::Release;
 use super::{Dispatcher, Result};
 
 /// A wave due sooner than this is decided at once, at its tick: deciding ahead would gain

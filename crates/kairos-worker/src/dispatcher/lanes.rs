@@ -25,7 +25,7 @@ use kairos_store::Tx;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::clock::DbClock;
-use super::round::Release;
+use super::release::Release;
 use super::{Dispatcher, Result, Round, MIN_IDLE};
 use crate::metrics::BatchTimer;
 

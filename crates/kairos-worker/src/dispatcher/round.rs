@@ -14,8 +14,8 @@ use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unl
 use kairos_store::Tx;
 
 use super::ahead::{self, Ahead};
-use super::clock::DbClock;
 use super::decide::{decide, Decision};
+use super::release::Release;
 use super::restage::restage;
 use super::stage::Staged;
 use super::{report, Dispatcher, Result};
@@ -59,15 +59,6 @@ pub struct Round {
     /// Runs cancelled before their wave because their schedule was paused, deleted or
     /// rescheduled while this round held them (not counted in `claimed`'s other fields).
     pub withdrawn: usize,
-}
-
-/// When a round's runs go out.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Release {
-    /// Each once its `fire_at` has come on the database's clock (pre-staged runs wait).
-    WhenDue(DbClock),
-    /// All at once (a run-launcher start), at the database time given.
-    Now(DateTime<Utc>),
 }
 
 impl<L: RunLauncher> Dispatcher<L> {
@@ -271,42 +262,6 @@ impl<L: RunLauncher> Dispatcher<L> {
             .collect();
         blockers.extend(dispatch::blockers(tx, &read).await?);
         Ok(decide(runs, &held, &blockers))
-    }
-}
-
-impl Release {
-    /// The database's time now (at the latest).
-    pub(super) fn now(&self) -> DateTime<Utc> {
-        match self {
-            Release::WhenDue(clock) => clock.now(),
-            Release::Now(now) => *now,
-        }
-    }
-
-    /// The clock to date a wave's acknowledgements by (`launch.rs` reads it once they are
-    /// all in: so each run's `published_at`, and its fire drift, is its own publish, not
-    /// the end of its wave nor the statement that records it). `None` for a run-launcher
-    /// start, whose `now` was read before publishing.
-    fn clock(&self) -> Option<&DbClock> {
-        match self {
-            Release::WhenDue(clock) => Some(clock),
-            Release::Now(_) => None,
-        }
-    }
-
-    /// Takes the next wave out of `waiting` (claim order kept): after waiting for the
-    /// earliest `fire_at`, every run due by then. `None` when nothing is left.
-    async fn next_wave(&self, waiting: &mut Vec<Claimed>) -> Option<Vec<Claimed>> {
-        let earliest = waiting.iter().map(|run| run.fire_at).min()?;
-        let Release::WhenDue(clock) = self else {
-            return Some(std::mem::take(waiting));
-        };
-        clock.sleep_until(earliest).await;
-        let now = clock.now();
-        let (wave, later): (Vec<Claimed>, Vec<Claimed>) =
-            waiting.drain(..).partition(|run| run.fire_at <= now);
-        *waiting = later;
-        Some(wave)
     }
 }
 

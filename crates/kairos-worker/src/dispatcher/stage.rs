@@ -20,7 +20,7 @@ use kairos_store::Tx;
 
 use super::ahead::{self, Ahead};
 use super::decide::{decide, Decision};
-use super::round::Release;
+use super::release::Release;
 use super::Result;
 use crate::priority::Launching;
 

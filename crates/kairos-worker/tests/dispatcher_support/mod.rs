@@ -56,6 +56,18 @@ pub async fn run(pool: &PgPool, key: &str, schedule_id: &str, offset_s: f64) {
     .expect("insert run");
 }
 
+/// Workflow `wf`, an `allow` schedule `s`, and `n` of its runs due from a second ago, 10 ms
+/// apart. Returns their keys, in `fire_at` order.
+pub async fn allow_runs_due(pool: &PgPool, n: usize) -> Vec<String> {
+    workflow(pool).await;
+    schedule(pool, "s", "allow", None).await;
+    let keys: Vec<String> = (0..n as u64).map(key).collect();
+    for (i, key) in keys.iter().enumerate() {
+        run(pool, key, "s", -1.0 + i as f64 / 100.0).await;
+    }
+    keys
+}
+
 /// Status of every run by key.
 pub async fn statuses(pool: &PgPool) -> HashMap<String, RunStatus> {
     sqlx::query_as::<_, (String, String)>("select idempotency_key, status from schedule_runs")
