@@ -24,12 +24,20 @@ use super::release::Release;
 use super::Result;
 use crate::priority::Launching;
 
-/// The runs a round recorded `ENQUEUED` ahead of its next wave's tick: key → whether each
-/// counts against its schedule's runs in flight.
+/// The runs a round recorded `ENQUEUED` ahead of its next wave's tick, by key: each run as
+/// claimed, and whether it counts against its schedule's runs in flight.
 #[derive(Debug, Default)]
 pub(super) struct Staged {
-    runs: HashMap<String, Claimed>,
-    exclusive: HashMap<String, bool>,
+    runs: HashMap<String, (Claimed, bool)>,
+}
+
+/// How many of `runs` each schedule has.
+fn per_schedule(runs: &[Claimed]) -> HashMap<&str, usize> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for run in runs {
+        *count.entry(run.schedule_id.as_str()).or_default() += 1;
+    }
+    count
 }
 
 impl Staged {
@@ -48,10 +56,7 @@ impl Staged {
         if !ahead::prestaged(first, release) {
             return Ok(Staged::default());
         }
-        let mut per_schedule: HashMap<&str, usize> = HashMap::new();
-        for run in waiting {
-            *per_schedule.entry(run.schedule_id.as_str()).or_default() += 1;
-        }
+        let per_schedule = per_schedule(waiting);
         let candidates: Vec<Claimed> = waiting
             .iter()
             .filter(|run| {
@@ -67,26 +72,25 @@ impl Staged {
             .collect();
         let (held, blockers) = ahead.view();
         let decisions = decide(&candidates, held, blockers);
-        let mut staged = Staged::default();
-        let mut launches: Vec<(&Claimed, bool)> = Vec::new();
-        for (run, decision) in candidates.iter().zip(&decisions) {
-            if let Decision::Launch { exclusive } = decision {
-                launches.push((run, *exclusive));
-            }
-        }
+        let launches: Vec<(&Claimed, bool)> = candidates
+            .iter()
+            .zip(&decisions)
+            .filter_map(|(run, decision)| match decision {
+                Decision::Launch { exclusive } => Some((run, *exclusive)),
+                _ => None,
+            })
+            .collect();
         if launches.is_empty() {
-            return Ok(staged);
+            return Ok(Staged::default());
         }
         let launching = Launching::start();
         waves::record_launches(tx, &launches, span, release.now()).await?;
         drop(launching);
-        for (run, exclusive) in launches {
-            staged
-                .exclusive
-                .insert(run.idempotency_key.clone(), exclusive);
-            staged.runs.insert(run.idempotency_key.clone(), run.clone());
-        }
-        Ok(staged)
+        let runs = launches
+            .into_iter()
+            .map(|(run, exclusive)| (run.idempotency_key.clone(), (run.clone(), exclusive)))
+            .collect();
+        Ok(Staged { runs })
     }
 
     /// Whether `run` was recorded ahead.
@@ -102,13 +106,9 @@ impl Staged {
         written: &HashSet<String>,
         span: RunSpan,
     ) -> Result<()> {
-        let keys: Vec<String> = self
-            .runs
-            .values()
-            .filter(|run| written.contains(&run.schedule_id))
-            .map(|run| run.idempotency_key.clone())
-            .collect();
-        self.take_back(tx, &keys, span).await
+        self.take_back(tx, span, |run, _| written.contains(&run.schedule_id))
+            .await
+            .map(drop)
     }
 
     /// Before the tick's decisions: takes back the runs that left the wave, and those that
@@ -119,24 +119,17 @@ impl Staged {
         wave: &[Claimed],
         span: RunSpan,
     ) -> Result<()> {
-        let mut per_schedule: HashMap<&str, usize> = HashMap::new();
-        for run in wave {
-            *per_schedule.entry(run.schedule_id.as_str()).or_default() += 1;
-        }
+        let per_schedule = per_schedule(wave);
         let in_wave: HashSet<&str> = wave
             .iter()
             .map(|run| run.idempotency_key.as_str())
             .collect();
-        let keys: Vec<String> = self
-            .runs
-            .values()
-            .filter(|run| {
-                !in_wave.contains(run.idempotency_key.as_str())
-                    || per_schedule.get(run.schedule_id.as_str()) != Some(&1)
-            })
-            .map(|run| run.idempotency_key.clone())
-            .collect();
-        self.take_back(tx, &keys, span).await
+        self.take_back(tx, span, |run, _| {
+            !in_wave.contains(run.idempotency_key.as_str())
+                || per_schedule.get(run.schedule_id.as_str()) != Some(&1)
+        })
+        .await
+        .map(drop)
     }
 
     /// After the tick's decisions: takes back every run recorded ahead that the tick does not
@@ -149,43 +142,50 @@ impl Staged {
         decisions: &[Decision],
         span: RunSpan,
     ) -> Result<()> {
-        let keys: Vec<String> = wave
+        let decided: HashMap<&str, &Decision> = wave
             .iter()
+            .map(|run| run.idempotency_key.as_str())
             .zip(decisions)
-            .filter(|(run, decision)| {
-                self.exclusive
-                    .get(&run.idempotency_key)
-                    .is_some_and(|exclusive| {
-                        **decision
-                            != Decision::Launch {
-                                exclusive: *exclusive,
-                            }
-                    })
-            })
-            .map(|(run, _)| run.idempotency_key.clone())
             .collect();
-        if !keys.is_empty() {
+        let taken = self
+            .take_back(tx, span, |run, exclusive| {
+                decided
+                    .get(run.idempotency_key.as_str())
+                    .is_some_and(|decision| **decision != Decision::Launch { exclusive })
+            })
+            .await?;
+        if taken > 0 {
             tracing::warn!(
-                runs = keys.len(),
+                runs = taken,
                 "runs recorded ahead of their tick were decided otherwise at it; taken back"
             );
         }
-        self.take_back(tx, &keys, span).await
+        Ok(())
     }
 
-    async fn take_back(&mut self, tx: &mut Tx, keys: &[String], span: RunSpan) -> Result<()> {
+    /// Takes back (to `PENDING`, in `tx`) and forgets the runs recorded ahead for which
+    /// `which(run, exclusive)` holds. Returns how many.
+    async fn take_back(
+        &mut self,
+        tx: &mut Tx,
+        span: RunSpan,
+        which: impl Fn(&Claimed, bool) -> bool,
+    ) -> Result<usize> {
+        let keys: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|(_, (run, exclusive))| which(run, *exclusive))
+            .map(|(key, _)| key.clone())
+            .collect();
         if keys.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let runs: Vec<Claimed> = keys
             .iter()
-            .filter_map(|key| {
-                self.exclusive.remove(key);
-                self.runs.remove(key)
-            })
+            .filter_map(|key| self.runs.remove(key).map(|(run, _)| run))
             .collect();
         let runs: Vec<&Claimed> = runs.iter().collect();
         waves::take_back(tx, &runs, span).await?;
-        Ok(())
+        Ok(runs.len())
     }
 }
