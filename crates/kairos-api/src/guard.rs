@@ -1,4 +1,4 @@
-//! The checks every request passes before routing (issue 10), so that a web page the
+//! The checks every request passes before routing, so that a web page the
 //! operator opens cannot use the API, even with `auth.mode = none`:
 //!
 //! - `Host` must be one this instance answers to ([`AllowedHosts`]), on every request,

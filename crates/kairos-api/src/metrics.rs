@@ -1,7 +1,6 @@
 //! `GET /metrics`: the Prometheus text rendering of the recorder this process installed
-//! (issue 5; built by `kairos_worker::metrics::recorder`, whose catalog names the worker's
-//! metrics), and the HTTP layer's own counters (issue 10: auth refusals, connections
-//! refused at the limit).
+//! (built by `kairos_worker::metrics::recorder`, whose catalog names the worker's metrics),
+//! and the HTTP layer's own counters (auth refusals, connections refused at the limit).
 
 use axum::extract::State;
 use axum::http::header;

@@ -1,6 +1,6 @@
-//! Serving the router on a TCP listener with the limits `axum::serve` does not have
-//! (issue 10): a header-read timeout that is also the idle timeout, a body-read timeout, and
-//! a bound on open connections, so slow or idle clients cannot hold the server's sockets.
+//! Serving the router on a TCP listener with the limits `axum::serve` does not have: a
+//! header-read timeout that is also the idle timeout, a body-read timeout, and a bound on
+//! open connections, so slow or idle clients cannot hold the server's sockets.
 //!
 //! One accept loop: each accepted connection takes a permit of a semaphore sized
 //! [`ServeLimits::max_connections`] and is served by hyper's HTTP/1 connection with a

@@ -1,4 +1,4 @@
-//! Issue 10 item 6: the auth matrix of every route, written out by hand (not derived from
+//! The auth matrix of every route, written out by hand (not derived from
 //! `kairos_api::routes()`, so a route whose role changes by mistake fails here), checked
 //! with no token, an unknown token, a malformed header, and each role's token. Refusals are
 //! logged without the token and counted.

@@ -1,5 +1,6 @@
-//! Every bad input the issue lists: each gets a clear 4xx problem naming the field, and
-//! nothing is stored (all three tables stay as they were).
+//! Bad input of every kind (fields, bodies, workflows, paths, repeated keys): each gets a
+//! clear 4xx problem naming the field, and nothing is stored (all three tables stay as they
+//! were).
 
 mod common;
 

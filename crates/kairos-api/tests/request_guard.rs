@@ -1,4 +1,4 @@
-//! Issue 10: what a web page the operator opens can no longer do (even with
+//! What a web page the operator opens cannot do (even with
 //! `auth.mode = none`): write with a `text/plain` or form body (415), reach the API under a
 //! rebound host name (403 on `Host`, reads included), or write from another origin (403 on
 //! `Origin`). Each refusal is problem+json naming the header and stores nothing; a same-origin

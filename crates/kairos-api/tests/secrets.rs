@@ -1,4 +1,4 @@
-//! Issue 10 item 6: no bearer token, password or secret ever appears in the log or in an
+//! No bearer token, password or secret ever appears in the log or in an
 //! answer. The API runs with JWT auth; every kind of good and bad credential is sent, the
 //! whole log (TRACE, every target) is captured, and both are searched for the secrets.
 

@@ -1,4 +1,4 @@
-//! Issue 10: `kairos_api::serve` over real TCP on 127.0.0.1 (bounded: at most 2,000
+//! `kairos_api::serve` over real TCP on 127.0.0.1 (bounded: at most 2,000
 //! connections, each test under a minute). A client that sends nothing, trickles its
 //! headers, idles after an answer, or never sends its announced body is cut off by the
 //! timeouts; at `max_connections` a new connection takes the slot of the connection idle

@@ -295,7 +295,7 @@ async fn serve_api(
         .with_context(|| format!("bind http.bind = {}", config.http.bind))?;
     tracing::info!(bind = %config.http.bind, auth = %config.auth.mode, "api listening");
     // Our own accept loop rather than `axum::serve`, which has no header or body timeout
-    // and no connection limit (issue 10).
+    // and no connection limit.
     kairos_api::serve(
         listener,
         kairos_api::app(state),

@@ -1,4 +1,4 @@
-//! Run keys and jitter (docs/design.md §2 invariant 1, §4 policies).
+//! Run keys and jitter (docs/design.md §2 invariant "one row per tick", §4 policies).
 //!
 //! - A tick's key is `hex(sha256(schedule_id ":" epoch_seconds(run_at)))`, always from the
 //!   planned `run_at`, never from the jittered `fire_at`.

@@ -1,4 +1,4 @@
-//! Run deadlines (issue 27): a planned tick of a schedule with `deadline_s` must be final by
+//! Run deadlines: a planned tick of a schedule with `deadline_s` must be final by
 //! its `deadline_at` (`run_at + deadline_s`, fixed when the planner wrote it). The sweeper
 //! judges each such run once its deadline has passed, on the database clock: a run that had
 //! not ended `SUCCESS` by then — still unfinished, ended after it, or ended any other way

@@ -1,8 +1,8 @@
 //! The dispatcher's statements on `schedule_runs`: claim due `PENDING` runs (row locks held
-//! by the caller's transaction, invariant 4), serialize exclusive schedules, look up what
-//! blocks them, load their DAGs, and record every outcome of a batch in one statement. Plus
-//! the sweep (`max_run_seconds` → `TIMED_OUT`, stranded `QUEUED` runs released) and the
-//! run launcher's insert.
+//! by the caller's transaction, invariant "claims die with their holder"), serialize
+//! exclusive schedules, look up what blocks them, load their DAGs, and record every outcome
+//! of a batch in one statement. Plus the sweep (`max_run_seconds` → `TIMED_OUT`, stranded
+//! `QUEUED` runs released) and the run launcher's insert.
 //!
 //! Every function that is part of a claim takes `&mut PgConnection`: the caller opens one
 //! transaction, claims, publishes and records, then commits. A killed caller rolls it all
@@ -193,9 +193,8 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
 /// A claim: the runs `selection` picks (a `where` condition on `schedule_runs r`, with its
 /// order and limit), locked `for update skip locked`, then joined to their schedules. The
 /// lock comes first: a claim walks past every run another round holds (at a burst's tick,
-/// most of the burst), and joining the schedule before the lock read a schedule for each
-/// run walked past (100,000 due runs with 95,000 held elsewhere: 846 ms a claim, 351 ms
-/// with the lock first).
+/// most of the burst), and joining the schedule before the lock would read a schedule for
+/// each run walked past.
 fn claim_sql(selection: &str) -> String {
     format!(
         "with r as materialized ( \
@@ -218,9 +217,10 @@ fn claim_sql(selection: &str) -> String {
 /// decides whether a run is past its launch deadline.
 ///
 /// The order is the partial index `schedule_runs_claim` read from its start, so a claim
-/// costs O(`limit`) however many runs are due (the priority is on the run row; joining the
-/// schedule for it made every claim sort every due run), plus the runs other rounds hold
-/// ahead of them: those are skipped before any schedule is read (`claim_sql`).
+/// costs O(`limit`) however many runs are due (the priority is on the run row, so no schedule
+/// is joined to order by it, which would make every claim sort every due run), plus the runs
+/// other rounds hold ahead of them: those are skipped before any schedule is read
+/// (`claim_sql`).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -231,9 +231,10 @@ pub async fn claim(
     launch_deadline_s: f64,
     limit: i64,
 ) -> Result<Vec<Claimed>> {
-    // Invariant 3: `now` is the database's clock (read by the caller in this transaction).
-    // `for update of r skip locked`: another dispatcher's batch is skipped, never waited
-    // for, and the locks die with this transaction (invariant 4).
+    // Invariant "the database clock decides": `now` is the database's clock (read by the
+    // caller in this transaction). `for update of r skip locked`: another dispatcher's batch
+    // is skipped, never waited for, and the locks die with this transaction (invariant
+    // "claims die with their holder").
     let sql = claim_sql(&format!(
         "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
@@ -295,7 +296,7 @@ pub async fn dags(
 /// The `run_at` span of the runs a [`record`] covers. `schedule_runs` is partitioned by day
 /// of `run_at`: with the span, PostgreSQL reads only the partitions the batch lies in,
 /// pruned once per statement, instead of probing every partition's key index for every run
-/// (2,000 runs with 39 partitions: 44–55 ms instead of 67–91 ms, `scripts/partition-hot-path`).
+/// (`scripts/partition-hot-path` compares the two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunSpan {
     first: DateTime<Utc>,

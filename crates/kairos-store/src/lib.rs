@@ -1,4 +1,4 @@
-//! All SQL of kairos (STYLE.md §4): the migrations and the statements on `schedules`,
+//! All SQL of kairos: the migrations and the statements on `schedules`,
 //! `schedule_runs`, `workflows` and `calendars`.
 //!
 //! Every function takes an executor (`impl PgExecutor<'_>` or `&mut PgConnection`) so that
@@ -127,7 +127,8 @@ pub fn unavailable(err: &sqlx::Error) -> bool {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The database's current time (`now()`: the start of the current transaction), or
-/// `pinned` when given, so tests can fix "now" without sleeping (docs/design.md invariant 3).
+/// `pinned` when given, so tests can fix "now" without sleeping (docs/design.md §2 invariant
+/// "the database clock decides").
 ///
 /// # Errors
 /// [`Error::Database`] when the query fails.
@@ -145,9 +146,9 @@ pub async fn now(db: impl PgExecutor<'_>, pinned: Option<DateTime<Utc>>) -> Resu
 /// (docs/design.md §7).
 ///
 /// Sessions also plan with `random_page_cost = 1.1` (solid-state storage) instead of the
-/// server's default 4: with 4, recording a batch of 2,000 outcomes by key was planned as a
-/// scan and hash of every due run (a 100,000-run burst cost 90 ms per batch, growing with the
-/// burst) instead of 2,000 primary-key probes (40 ms, whatever the burst).
+/// server's default 4: with 4, recording a batch of outcomes by key is planned as a scan and
+/// hash of every due run, whose cost grows with the burst, instead of one primary-key probe
+/// per outcome, whose cost does not.
 ///
 /// # Errors
 /// [`Error::Database`] when the server cannot be reached within 10 s or refuses.

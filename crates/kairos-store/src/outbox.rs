@@ -1,4 +1,4 @@
-//! The backlog gauges (issue 5): how many due runs are still unpublished (the outbox), how
+//! The backlog gauges: how many due runs are still unpublished (the outbox), how
 //! old the oldest is, and how many schedules are due for planning. One cheap statement,
 //! read periodically, never on the claim path.
 

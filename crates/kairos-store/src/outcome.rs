@@ -27,7 +27,8 @@ pub enum Settled {
         /// runs ahead of it); `None`: the recording statement's clock.
         published_at: Option<DateTime<Utc>>,
     },
-    /// The publish failed but may succeed later: stays `PENDING` (or `RETRYING`), invariant 6.
+    /// The publish failed but may succeed later: stays `PENDING` (or `RETRYING`), invariant
+    /// "nothing is lost while NATS is down".
     Retry {
         /// The launch error.
         error: String,

@@ -1,6 +1,7 @@
-//! The planner's statements (docs/design.md §1, invariants 1, 3 and 4): claim due schedules with
-//! `for update skip locked`, write a batch of run rows in one `unnest` insert (`on conflict do
-//! nothing`), advance a batch of schedules in one `unnest` update.
+//! The planner's statements (docs/design.md §1; invariants "one row per tick", "the database
+//! clock decides" and "claims die with their holder"): claim due schedules with `for update
+//! skip locked`, write a batch of run rows in one `unnest` insert (`on conflict do nothing`),
+//! advance a batch of schedules in one `unnest` update.
 //!
 //! The caller holds one transaction across claim, insert and advance: the row locks of the
 //! claim are the only coordination between planners, and they die with the transaction (a
@@ -54,7 +55,7 @@ pub struct DueSchedule {
 
 /// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
 /// oldest first, skipping rows another transaction holds. `due_before` must be computed from
-/// the database clock (`now + lookahead`, invariant 3).
+/// the database clock (`now + lookahead`, invariant "the database clock decides").
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -114,7 +115,8 @@ impl RunRows {
 }
 
 /// Inserts `rows` as `PENDING` with `source` (`schedule`, `backfill`) and their own overlap
-/// policy, if any, at their schedule's revision, skipping keys that exist (invariant 1). Returns how many rows were written.
+/// policy, if any, at their schedule's revision, skipping keys that exist (invariant "one row
+/// per tick"). Returns how many rows were written.
 /// A tick (source `schedule`) of a schedule with `deadline_s` gets its deadline
 /// (`run_at + deadline_s`); a backfill's ticks, planned after the fact, get none.
 /// A tick of the planner (`source = schedule`) that an operator skipped (`schedule_skips`)

@@ -1,4 +1,4 @@
-//! Retention of run history (issue 5): deleting finished runs that are older than the
+//! Retention of run history: deleting finished runs that are older than the
 //! retention period and beyond the newest `keep_last` runs of their schedule.
 //!
 //! One call of [`delete_batch`] is one statement, so (outside a caller's transaction) one

@@ -1,7 +1,8 @@
 //! Statements on `schedule_runs` that the registrar and the read API need: history reads,
-//! the insert every writer of a run row uses (`on conflict do nothing`: invariant 1), and
-//! the reconciliation of a schedule's unpublished runs when it is paused, resumed,
-//! rescheduled or deleted. The planner's and dispatcher's claims live beside these (issue 4).
+//! the insert every writer of a run row uses (`on conflict do nothing`: invariant "one row
+//! per tick"), and the reconciliation of a schedule's unpublished runs when it is paused,
+//! resumed, rescheduled or deleted. The planner's and dispatcher's claims live beside these
+//! ([`crate::planning`], [`crate::dispatch`]).
 
 use chrono::{DateTime, Utc};
 use kairos_core::{OverlapPolicy, Run, RunSource, RunStatus};
@@ -54,7 +55,8 @@ pub struct NewRun {
     pub user_id: String,
 }
 
-/// Writes a run unless its key exists (invariant 1). Returns whether a row was written.
+/// Writes a run unless its key exists (invariant "one row per tick"). Returns whether a row
+/// was written.
 ///
 /// The primary key is `(idempotency_key, run_at)` (the table is partitioned by `run_at`). A
 /// tick or backfill key determines its `run_at`, so that is the key alone; a manual run's key

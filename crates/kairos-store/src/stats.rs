@@ -1,4 +1,4 @@
-//! Per-schedule statistics for `GET /schedules/{id}` (issue 5): the last fire and its status,
+//! Per-schedule statistics for `GET /schedules/{id}`: the last fire and its status,
 //! the missed-tick counter the planner keeps on `schedules`, skipped ticks among the newest
 //! runs, and why the last tick that did not launch did not.
 //!

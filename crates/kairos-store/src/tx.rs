@@ -2,7 +2,7 @@
 //! other crate needs sqlx. Callers pass `&mut tx` to the statement functions of this crate
 //! (they take the connection the transaction runs on) and end it with [`Tx::commit`]; a
 //! `Tx` dropped without a commit rolls back, which is what a killed or failed caller wants
-//! (docs/design.md invariant 4: claims die with their holder).
+//! (docs/design.md §2 invariant "claims die with their holder").
 
 use std::ops::{Deref, DerefMut};
 

@@ -1,5 +1,5 @@
-//! Ticks that never launched, for schedules with a deadline (issue 27: "a tick that never
-//! launched is late as well once its deadline passes"). Such a tick gets a `SKIPPED` run
+//! Ticks that never launched, for schedules with a deadline: a tick that never launched is
+//! late as well once its deadline passes. Such a tick gets a `SKIPPED` run
 //! with its deadline (`run_at + deadline_s`), under the key a planned run of it would have,
 //! so the sweep's judge (`crate::deadlines::judge`) marks it late like any other run:
 //! - a missed tick the planner's catch-up policy drops ([`insert_skipped`], planner);

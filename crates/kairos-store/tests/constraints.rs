@@ -1,5 +1,6 @@
 //! What the database itself enforces on `schedule_runs` and `schedules`, whatever the caller:
-//! one row per key (invariant 1), whole-second ticks, known statuses, window order.
+//! one row per key (invariant "one row per tick"), whole-second ticks, known statuses,
+//! window order.
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{RunSource, RunStatus};

@@ -13,9 +13,9 @@
 //! wait for the round. A process killed before the commit rolls the wave back: its runs
 //! are `PENDING` again, and the next dispatcher publishes them. One killed after it leaves
 //! the wave's row: the sweeper publishes its runs again under the same `Nats-Msg-Id`, which
-//! the stream drops as a duplicate of any it already stored (invariants 2 and 4). A
-//! retryable launch error puts the run back `PENDING` (invariant 6); a permanent one fails
-//! it.
+//! the stream drops as a duplicate of any it already stored (invariants "one message per
+//! tick" and "claims die with their holder"). A retryable launch error puts the run back
+//! `PENDING` (invariant "nothing is lost while NATS is down"); a permanent one fails it.
 //!
 //! Pre-staging: a round claims runs due within `prestage` of the database's now and loads
 //! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock

@@ -316,7 +316,8 @@ pub fn build_info(version: &'static str) {
 }
 
 /// How long a batch took, for the duration histograms only: this monotonic clock never
-/// decides what is due (invariant 3), so the planner and dispatcher read it through here.
+/// decides what is due (invariant "the database clock decides"), so the planner and
+/// dispatcher read it through here.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchTimer(std::time::Instant);
 

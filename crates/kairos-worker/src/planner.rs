@@ -17,9 +17,9 @@
 //! a pass, in its transaction, by the registrar's resume (`resume_ended_pauses`).
 //!
 //! Time: "now" is only ever the database's (`kairos_store::now`, or the pinned value in
-//! tests), invariant 3. The only use of the instance's clock is the *length* of the sleep
-//! between passes (a monotonic duration), which can make a pass earlier or later but never
-//! changes what a pass decides.
+//! tests), invariant "the database clock decides". The only use of the instance's clock is
+//! the *length* of the sleep between passes (a monotonic duration), which can make a pass
+//! earlier or later but never changes what a pass decides.
 //!
 //! Exclusions, named calendars, `roll` and the DST policy are applied inside the core's
 //! `Timetable`; the calendars a batch names are loaded in one statement per pass.

@@ -1,4 +1,4 @@
-//! The retention loop (issue 5): deletes finished runs older than `history.retention_days`
+//! The retention loop: deletes finished runs older than `history.retention_days`
 //! and beyond the newest `history.keep_last` of their schedule, in bounded batches, and keeps
 //! the daily partitions of `schedule_runs`.
 //!
@@ -17,8 +17,8 @@
 //! Each pass also deletes the changes of the history of changes (the audit log) older than
 //! `history.audit_retention_days`, in batches the same way.
 //!
-//! Time: what is "old" is decided with the database's now (invariant 3); the instance's
-//! clock only measures the sleep between passes.
+//! Time: what is "old" is decided with the database's now (invariant "the database clock
+//! decides"); the instance's clock only measures the sleep between passes.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

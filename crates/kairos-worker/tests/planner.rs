@@ -383,9 +383,9 @@ async fn backfill_over_planned_ticks_counts_them_present_and_the_planner_skips_b
     assert_eq!(backfilled, 9);
 }
 
-/// Invariant 3. Pinned database "now"s years away from the instance's clock decide alone
-/// what is planned; unpinned, the pass's now is the database's; and neither the planner nor
-/// its SQL can read the instance's wall clock at all.
+/// Invariant "the database clock decides". Pinned database "now"s years away from the
+/// instance's clock decide alone what is planned; unpinned, the pass's now is the database's;
+/// and neither the planner nor its SQL can read the instance's wall clock at all.
 #[tokio::test]
 async fn only_the_database_clock_decides_what_is_planned() {
     let db = TestDb::new().await;

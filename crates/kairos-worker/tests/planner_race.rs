@@ -1,5 +1,6 @@
 //! Planners racing on the same schedules, and a planner process killed between claim and
-//! commit: every tick ends up in `schedule_runs` exactly once (invariants 1 and 4).
+//! commit: every tick ends up in `schedule_runs` exactly once (invariants "one row per tick"
+//! and "claims die with their holder").
 
 mod planner_support;
 

@@ -136,8 +136,9 @@ impl NatsConfig {
         if !matches!(self.replicas, 1 | 3) {
             return Err(invalid("nats.replicas", "must be 1 or 3"));
         }
-        // Invariant 2 of docs/design.md §2: a retry may re-publish up to the launch deadline after
-        // the first attempt, and must still land in the dedup window.
+        // Invariant "one message per tick" of docs/design.md §2: a retry may re-publish up to
+        // the launch deadline after the first attempt, and must still land in the dedup
+        // window.
         if self.duplicate_window_s <= launch_deadline_s {
             return Err(invalid(
                 "nats.duplicate_window_s",

@@ -1,8 +1,8 @@
 //! The database's clock as an instance can follow it between statements: the offset
 //! between the two clocks is measured when a round claims its batch, and a pre-staged run
 //! waits on the instance clock plus that offset. The offset is measured so that the estimate
-//! can only lag the database (invariant 3: an instance whose clock is fast never publishes
-//! early; it may publish as late as the claim statement took).
+//! can only lag the database (invariant "the database clock decides": an instance whose
+//! clock is fast never publishes early; it may publish as late as the claim statement took).
 
 use std::time::Instant;
 
