@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{FieldValue, HistoryEntry};
 use maud::{html, Markup};
 
-use crate::runs::run_href;
+use crate::links::run_href;
 use crate::time::{relative, rfc3339, utc};
 
 /// A table of changes; "No changes recorded." when there are none.

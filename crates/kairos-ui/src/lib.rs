@@ -22,9 +22,11 @@
 //!
 //! This crate renders; it knows no HTTP status codes (the API maps [`kairos_registrar::Error`]).
 
+mod actions;
 mod chart;
 mod history;
 mod late;
+mod links;
 mod list;
 mod params;
 mod run;

@@ -16,6 +16,7 @@ use kairos_store::overview::HourTotals;
 use kairos_store::schedules::ListFilter;
 use maud::{html, Markup};
 
+use crate::actions::role_note;
 use crate::params::Params;
 use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
 use crate::Viewer;
@@ -101,7 +102,7 @@ fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup
                 a.schedule-link href=(format!("/ui/schedules/{}", s.schedule_id)) { (s.schedule_id) }
             }
             td data-label="Workflow" {
-                a.workflow-link href=(crate::workflow::link(&s.workflow_id, Some(s.version))) { (s.workflow_id) " v" (s.version) }
+                a.workflow-link href=(crate::links::workflow_href(&s.workflow_id, Some(s.version))) { (s.workflow_id) " v" (s.version) }
                 br; small.muted { "user " (s.user_id) } }
             td data-label="Spec" { code { (s.cron_expr) } br; small.muted { (s.timezone) } }
             td.next-fire data-label="Next fire" {
@@ -134,17 +135,6 @@ fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup
             td data-label="Skipped / missed" {
                 (row.stats.skipped_ticks) " / " (row.stats.missed_ticks)
             }
-        }
-    }
-}
-
-/// A line telling a reader why there are no buttons.
-pub(crate) fn role_note(viewer: Viewer) -> Markup {
-    html! {
-        @if viewer.can_write {
-            p.role #role data-role="deployer" { "You may act on schedules and runs (deployer)." }
-        } @else {
-            p.role #role data-role="reader" { "Read only: actions need the deployer role." }
         }
     }
 }

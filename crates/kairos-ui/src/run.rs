@@ -8,8 +8,9 @@ use kairos_core::Attempt;
 use kairos_registrar::{Registrar, Run, RunView, WorkflowView};
 use maud::{html, Markup};
 
-use crate::list::role_note;
-use crate::runs::{cancel_form, retryable, run_href};
+use crate::actions::role_note;
+use crate::actions::{cancel_form, retryable, run_actions};
+use crate::links::run_href;
 use crate::time::{rfc3339, span, utc};
 use crate::Viewer;
 
@@ -80,11 +81,17 @@ pub async fn run(
             dt { "Tick" } dd { time datetime=(rfc3339(run.run_at)) { (utc(run.run_at)) } }
             dt { @if run.status == kairos_core::RunStatus::Retrying { "Next attempt due" } @else { "Fire time (with jitter)" } }
             dd { (utc(run.fire_at)) }
-            dt { "Attempt" } dd #run-attempt { (run.attempt) " of " (view.max_attempts) }
+            dt { "Attempt" } dd #run-attempt {
+                @if run.attempt > view.max_attempts {
+                    (run.attempt) " (the retry policy allows " (view.max_attempts) "; the attempts past it were started by an operator's retry)"
+                } @else {
+                    (run.attempt) " of " (view.max_attempts)
+                }
+            }
             dt { "Executor" } dd #run-executor { (run.executor_id.as_deref().unwrap_or("—")) }
             dt { "Executor's run id" } dd { (run.run_id.as_deref().unwrap_or("—")) }
             dt { "Stream sequence" } dd { (run.stream_seq.map_or("—".to_string(), |seq| seq.to_string())) }
-            dt { "Publish tries" } dd { (run.attempts) }
+            dt { "Times published" } dd title="A launch not started in time is published again under the same message id; the stream drops a copy it already has." { (run.attempts) }
             dt { "Reason" } dd #run-reason { (run.reason.as_deref().unwrap_or("—")) }
             dt { "Last error" } dd #run-error { (run.last_error.as_deref().unwrap_or("—")) }
             (crate::late::fields(run, now))
@@ -98,7 +105,7 @@ pub async fn run(
         }
         @if viewer.can_write && (!run.status.terminal() || retryable(run)) {
             section.actions #run-actions aria-label="Actions" {
-                div.buttons { (crate::runs::run_actions(run)) }
+                div.buttons { (run_actions(run)) }
                 @if !run.status.terminal() { (cancel_form()) }
             }
         }

@@ -10,7 +10,8 @@ use kairos_registrar::{
 };
 use maud::{html, Markup};
 
-use crate::list::role_note;
+use crate::actions::{cancel_form, role_note, run_actions};
+use crate::links::run_href;
 use crate::params::Params;
 use crate::time::{in_zone, is_utc, rfc3339, span, utc};
 use crate::Viewer;
@@ -133,11 +134,6 @@ fn split_at_now(rows: Vec<Run>, now: DateTime<Utc>, upcoming: bool) -> Vec<Run> 
             .take(page)
             .collect()
     }
-}
-
-/// The link to run `key`'s page.
-pub(crate) fn run_href(key: &str) -> String {
-    format!("/ui/runs/{key}")
 }
 
 /// Links to the views, the filters kept.
@@ -274,37 +270,4 @@ pub(crate) fn run_table(
             @if viewer.can_write { (cancel_form()) }
         }
     }
-}
-
-/// The form a cancel button opens (one per page; the script fills in the run).
-pub(crate) fn cancel_form() -> Markup {
-    html! {
-        form.action #cancel-form hidden {
-            p { "Cancel run " code #cancel-key {} }
-            div.field {
-                label for="cancel-reason" { "Reason" }
-                input #cancel-reason name="reason" maxlength="1000";
-            }
-            button #cancel-confirm type="submit" { "Cancel this run" }
-            button #cancel-dismiss type="button" { "Keep it" }
-        }
-    }
-}
-
-/// The actions the API allows on `run`: cancel while it has not finished, retry once it
-/// failed or timed out (launch failures before publishing included).
-pub(crate) fn run_actions(run: &Run) -> Markup {
-    html! {
-        @if !run.status.terminal() {
-            button.cancel type="button" data-key=(run.idempotency_key) aria-label=(format!("Cancel run {}", run.idempotency_key)) { "Cancel…" }
-        }
-        @if retryable(run) {
-            button.retry type="button" data-key=(run.idempotency_key) aria-label=(format!("Retry run {}", run.idempotency_key)) { "Retry" }
-        }
-    }
-}
-
-/// `POST /runs/{key}/retry` takes a `FAILED` or `TIMED_OUT` run.
-pub(crate) fn retryable(run: &Run) -> bool {
-    matches!(run.status, RunStatus::Failed | RunStatus::TimedOut)
 }

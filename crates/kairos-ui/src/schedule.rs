@@ -8,11 +8,12 @@ use chrono::{DateTime, Utc};
 use kairos_registrar::{Registrar, Schedule, ScheduleDetail};
 use maud::{html, Markup};
 
+use crate::actions::role_note;
 use crate::chart::last_day;
 use crate::history::history_table;
-use crate::list::role_note;
+use crate::links::run_href;
 use crate::params::Params;
-use crate::runs::{run_href, run_table};
+use crate::runs::run_table;
 use crate::tabs::{tablist, tabpanel, Tab};
 use crate::time::{in_zone, relative, rfc3339, utc};
 use crate::upcoming::upcoming;
@@ -246,7 +247,7 @@ fn fields(detail: &ScheduleDetail) -> Markup {
     html! {
         dl.fields #fields { @for (name, value) in rows { dt { (name) } dd {
             @if name == "Workflow" {
-                a.workflow-link href=(crate::workflow::link(&s.workflow_id, Some(s.version))) { (value) }
+                a.workflow-link href=(crate::links::workflow_href(&s.workflow_id, Some(s.version))) { (value) }
             } @else { (value) }
         } } }
     }

@@ -8,6 +8,7 @@ use kairos_registrar::dag::{validate_dag, Node as DagNode};
 use kairos_registrar::{Error, Problem, Registrar, WORKFLOW_VERSIONS_MAX};
 use maud::{html, Markup};
 
+use crate::links::workflow_href;
 use crate::params::Params;
 use crate::time::in_zone;
 use crate::Viewer;
@@ -22,14 +23,6 @@ const GAP_Y: usize = 20;
 const MARGIN: usize = 12;
 /// Characters of a node id shown in its box (the whole id is its tooltip and `data-node`).
 const LABEL_CHARS: usize = 22;
-
-/// The page's link to a workflow, optionally at one version.
-pub(crate) fn link(workflow_id: &str, version: Option<i32>) -> String {
-    match version {
-        Some(version) => format!("/ui/workflows/{workflow_id}?version={version}"),
-        None => format!("/ui/workflows/{workflow_id}"),
-    }
-}
 
 /// The workflow fragment for `workflow_id` and the query `params` (`version`).
 ///
@@ -58,7 +51,7 @@ pub async fn workflow(
     };
     let markup = html! {
         h1 { "Workflow " (workflow_id) }
-        (crate::list::role_note(viewer))
+        (crate::actions::role_note(viewer))
         p {
             a.schedules-of href=(format!("/ui?workflow_id={workflow_id}")) { "Schedules of " (workflow_id) }
         }
@@ -71,9 +64,9 @@ pub async fn workflow(
                 @for v in &versions {
                     li data-version=(v) {
                         @if *v == selected {
-                            a href=(link(workflow_id, Some(*v))) aria-current="page" { "version " (v) }
+                            a href=(workflow_href(workflow_id, Some(*v))) aria-current="page" { "version " (v) }
                         } @else {
-                            a href=(link(workflow_id, Some(*v))) { "version " (v) }
+                            a href=(workflow_href(workflow_id, Some(*v))) { "version " (v) }
                         }
                     }
                 }
