@@ -15,8 +15,8 @@ use serde_json::json;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
+use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::schedules::bad_request;
 use crate::wire::{AttemptBody, RunBody};
 use crate::AppState;
 

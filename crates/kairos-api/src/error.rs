@@ -268,3 +268,12 @@ fn internal(err: &(dyn std::error::Error + 'static)) -> Response {
         vec![],
     )
 }
+
+/// Problems found while reading a request are a 400 before anything else runs.
+pub(crate) fn bad_request(problems: Vec<Problem>) -> Result<(), ApiError> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(problems))
+    }
+}

@@ -16,9 +16,10 @@ use serde_json::{json, Value};
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
-use crate::error::ApiError;
-use crate::skips::SkipBody;
-use crate::wire::{dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, UpsertAnswer};
+use crate::error::{bad_request, ApiError};
+use crate::wire::{
+    dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, SkipBody, UpsertAnswer,
+};
 use crate::AppState;
 
 /// `POST /schedules/upsert[?dry_run=true]`: 201 when created, 200 when updated (or
@@ -84,7 +85,8 @@ pub(crate) async fn get(
     let view = state.registrar.get(&id).await?;
     let deadline_s = view.schedule.deadline_s;
     let pause = Pause::of(&view.schedule);
-    let mut body = ScheduleBody::of(view.schedule, Some(view.preview)).with_stats(&view.stats);
+    let mut body =
+        ScheduleBody::of(view.schedule, view.next_fire, Some(view.preview)).with_stats(&view.stats);
     body.waiting_on = view.waiting_on;
     // A plain struct of strings, numbers and options: serializing it cannot fail.
     let mut answer = json!(body);
@@ -126,7 +128,8 @@ pub(crate) async fn list(
     let schedules: Vec<ScheduleBody> = page
         .schedules
         .into_iter()
-        .map(|s| ScheduleBody::of(s, None))
+        .zip(page.next_fires)
+        .map(|(s, next_fire)| ScheduleBody::of(s, next_fire, None))
         .collect();
     Ok(Json(
         json!({ "schedules": schedules, "next_cursor": page.next_cursor }),
@@ -326,15 +329,6 @@ pub(crate) fn dry_run(params: HashMap<String, String>) -> Result<bool, ApiError>
     let dry_run = query.boolean("dry_run").unwrap_or(false);
     query.finish()?;
     Ok(dry_run)
-}
-
-/// Problems found while reading a request are a 400 before anything else runs.
-pub(crate) fn bad_request(problems: Vec<kairos_registrar::Problem>) -> Result<(), ApiError> {
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(problems))
-    }
 }
 
 /// Reads an upsert body; every problem at once.

@@ -8,40 +8,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use kairos_registrar::{rfc3339, Skip};
-use serde::Serialize;
+use kairos_registrar::rfc3339;
 use serde_json::{json, Value};
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
+use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::schedules::bad_request;
+use crate::wire::SkipBody;
 use crate::AppState;
-
-/// One skip: `{schedule_id, run_at, note, skipped_by, reason, created_at}`.
-#[derive(Debug, Serialize)]
-pub(crate) struct SkipBody {
-    pub schedule_id: String,
-    pub run_at: String,
-    pub note: Option<String>,
-    pub skipped_by: String,
-    /// What the tick's run says: `skipped by <who>: <note>`.
-    pub reason: String,
-    pub created_at: String,
-}
-
-impl SkipBody {
-    pub(crate) fn of(skip: Skip) -> SkipBody {
-        SkipBody {
-            reason: skip.reason(),
-            run_at: rfc3339(skip.run_at),
-            created_at: rfc3339(skip.created_at),
-            schedule_id: skip.schedule_id,
-            note: skip.note,
-            skipped_by: skip.skipped_by,
-        }
-    }
-}
 
 /// `POST /schedules/{id}/skips` `{run_at, note?}` → 201 with the skip.
 pub(crate) async fn create(

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
+use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::schedules::bad_request;
 use crate::wire::RunBody;
 use crate::AppState;
 

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use kairos_registrar::{
     rfc3339, BackoffInput, Calendar, RulesInput, Run, RunRef, Schedule, ScheduleInput,
-    ScheduleStats,
+    ScheduleStats, Skip,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -96,7 +96,13 @@ pub(crate) struct ChainBody {
 }
 
 impl ScheduleBody {
-    pub(crate) fn of(s: Schedule, preview: Option<Vec<DateTime<Utc>>>) -> ScheduleBody {
+    /// `s` with its next fire (`next_run_at`: the registrar's one rule for a schedule's
+    /// next fire, pauses and skips applied) and, for `GET /schedules/{id}`, its preview.
+    pub(crate) fn of(
+        s: Schedule,
+        next_fire: Option<DateTime<Utc>>,
+        preview: Option<Vec<DateTime<Utc>>>,
+    ) -> ScheduleBody {
         let chain = kairos_store::timing::chain(&s).map(|chain| ChainBody {
             parent_schedule_id: chain.parent,
             on: chain.on.as_str(),
@@ -111,7 +117,7 @@ impl ScheduleBody {
             timezone: s.timezone,
             start_at: time(s.start_at),
             end_at: time(s.end_at),
-            next_run_at: time(s.next_run_at),
+            next_run_at: time(next_fire),
             paused: s.paused,
             jitter_ms: s.jitter_ms,
             overlap_policy: s.overlap_policy.as_str(),
@@ -470,7 +476,7 @@ pub(crate) fn dry_run_body(dry: kairos_registrar::DryRun) -> Value {
                 "next_fire_times_before": one.before.into_iter().map(rfc3339).collect::<Vec<_>>(),
                 "next_fire_times_after": one.after.into_iter().map(rfc3339).collect::<Vec<_>>(),
                 "runs_cancelled": one.runs_cancelled,
-                "skipped": one.skips.into_iter().map(crate::skips::SkipBody::of)
+                "skipped": one.skips.into_iter().map(SkipBody::of)
                     .collect::<Vec<_>>(),
             })
         })
@@ -499,4 +505,29 @@ pub(crate) fn written(
         response.headers_mut().insert(header::LOCATION, value);
     }
     response
+}
+
+/// One skip: `{schedule_id, run_at, note, skipped_by, reason, created_at}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SkipBody {
+    pub schedule_id: String,
+    pub run_at: String,
+    pub note: Option<String>,
+    pub skipped_by: String,
+    /// What the tick's run says: `skipped by <who>: <note>`.
+    pub reason: String,
+    pub created_at: String,
+}
+
+impl SkipBody {
+    pub(crate) fn of(skip: Skip) -> SkipBody {
+        SkipBody {
+            reason: skip.reason(),
+            run_at: rfc3339(skip.run_at),
+            created_at: rfc3339(skip.created_at),
+            schedule_id: skip.schedule_id,
+            note: skip.note,
+            skipped_by: skip.skipped_by,
+        }
+    }
 }

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
+use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::schedules::bad_request;
 use crate::wire::{schedule_list, UpsertAnswer};
 use crate::AppState;
 

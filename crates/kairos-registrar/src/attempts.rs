@@ -9,9 +9,9 @@ use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::runs;
 use kairos_store::Tx;
 
+use crate::checks::check_limit;
 use crate::cursor::{self, RunPage};
 use crate::error::{Error, Result};
-use crate::schedules::check_limit;
 use crate::Registrar;
 
 /// One run with its attempts.

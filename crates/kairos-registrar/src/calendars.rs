@@ -17,7 +17,7 @@ use kairos_store::Tx;
 use crate::apply::{self, Target};
 use crate::error::{Error, Problem, Result};
 use crate::input::first_tick;
-use crate::schedules::timetable_with;
+use crate::timetables::timetable_with;
 use crate::{rules, Registrar};
 
 /// Longest calendar description.

@@ -16,7 +16,7 @@ use kairos_store::Tx;
 
 use crate::error::Result;
 use crate::input::{self, ScheduleInput};
-use crate::schedules::timetable_of;
+use crate::timetables::timetable_of;
 use crate::workflows::WorkflowInput;
 use crate::{Error, Registrar};
 
@@ -185,7 +185,7 @@ async fn skips_among(
     if ticks.is_empty() {
         return Ok(Vec::new());
     }
-    crate::skips::among(tx, schedule_id, &ticks).await
+    crate::timetables::among(tx, schedule_id, &ticks).await
 }
 
 impl Registrar {

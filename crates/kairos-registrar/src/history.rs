@@ -11,8 +11,8 @@ use kairos_core::{
 use kairos_store::history;
 use kairos_store::Tx;
 
+use crate::checks::{check_id, check_limit};
 use crate::error::{Error, Result};
-use crate::schedules::{check_id, check_limit};
 use crate::Registrar;
 
 /// What a history listing asks, as the caller gave it (checked by [`Registrar::history`]).

@@ -28,6 +28,7 @@ mod apply;
 mod attempts;
 mod calendars;
 mod chains;
+mod checks;
 mod cursor;
 pub mod dag;
 mod dry_run;
@@ -45,10 +46,12 @@ mod rules;
 mod runs;
 mod schedules;
 mod skips;
+mod timetables;
 mod workflows;
 
 pub use attempts::{DeadLetterQuery, RunView};
 pub use calendars::{CalendarInput, CalendarWritten, MAX_DESCRIPTION_CHARS};
+pub use checks::{LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS};
 pub use cursor::RunPage;
 pub use dry_run::{Change, DryRun, ScheduleChange};
 pub use error::{Error, Problem, Result};
@@ -68,9 +71,7 @@ pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use restage::{restage, Kept};
 pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
-pub use schedules::{
-    Page, Preview, PreviewInput, ScheduleView, Upserted, LIST_LIMIT_MAX, MAX_PAUSE_NOTE_CHARS,
-};
+pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted};
 pub use skips::{MAX_SKIP_NOTE_CHARS, SKIPS_LIST_MAX};
 pub use workflows::{Deployed, WorkflowInput, WorkflowView, WORKFLOW_VERSIONS_MAX};
 

@@ -9,8 +9,9 @@ use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats;
 use kairos_store::Tx;
 
+use crate::checks::{check_id, check_limit, not_found};
 use crate::runs::BACKFILL_MAX_TICKS;
-use crate::schedules::{check_id, check_limit, not_found, timetable_of};
+use crate::timetables::timetable_of;
 use crate::{Error, Registrar, Result, Run};
 
 /// How many of each schedule's newest runs a listing's statistics look at (a page of 50
@@ -91,10 +92,8 @@ impl Registrar {
             .collect();
         let all_stats = stats::for_schedules(&mut *tx, &ids, LIST_STATS_WINDOW).await?;
         let mut rows = Vec::with_capacity(page.schedules.len());
-        for (schedule, stats) in page.schedules.into_iter().zip(all_stats) {
-            let next_fire = timetable_of(&mut tx, &schedule)
-                .await?
-                .and_then(|timetable| timetable.first_at_or_after(now));
+        let listed = page.schedules.into_iter().zip(page.next_fires);
+        for ((schedule, next_fire), stats) in listed.zip(all_stats) {
             rows.push(ScheduleRow {
                 schedule,
                 next_fire,
@@ -120,7 +119,7 @@ impl Registrar {
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
         let jitter = u32::try_from(schedule.jitter_ms).unwrap_or(0);
-        let from = crate::skips::preview_from(&schedule, now);
+        let from = crate::timetables::preview_from(&schedule, now);
         let mut upcoming: Vec<Upcoming> = match timetable_of(&mut tx, &schedule).await? {
             Some(timetable) => {
                 let first = timetable.first_at_or_after(from);
@@ -140,7 +139,7 @@ impl Registrar {
             None => Vec::new(),
         };
         let ticks: Vec<DateTime<Utc>> = upcoming.iter().map(|tick| tick.at).collect();
-        for skip in crate::skips::among(&mut tx, schedule_id, &ticks).await? {
+        for skip in crate::timetables::among(&mut tx, schedule_id, &ticks).await? {
             if let Some(tick) = upcoming.iter_mut().find(|tick| tick.at == skip.run_at) {
                 tick.skip = Some(skip);
             }

@@ -30,7 +30,7 @@ use kairos_store::unlaunched::{self, SkippedTicks};
 use kairos_store::Tx;
 
 use crate::error::Result;
-use crate::schedules::timetable_with;
+use crate::timetables::timetable_with;
 
 /// Paused schedules whose ticks one pass writes at most.
 pub const PAUSED_SCHEDULES_PER_PASS: i64 = 50;

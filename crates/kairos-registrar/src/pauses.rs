@@ -9,12 +9,11 @@ use kairos_store::schedules as store;
 use kairos_store::Tx;
 
 use crate::apply::{self, Target};
+use crate::checks::{check_id, concurrent, not_found, MAX_PAUSE_NOTE_CHARS, PAUSED};
 use crate::error::{Error, Problem, Result};
 use crate::input;
 use crate::rules::rfc3339;
-use crate::schedules::{
-    check_id, concurrent, not_found, timetable_of, MAX_PAUSE_NOTE_CHARS, PAUSED,
-};
+use crate::timetables::timetable_of;
 use crate::Registrar;
 
 impl Registrar {

@@ -16,9 +16,10 @@ use kairos_store::schedules;
 use kairos_store::{runs, skips, Tx};
 
 use crate::apply::RESCHEDULED;
+use crate::checks::{DELETED, PAUSED};
 use crate::error::Result;
 use crate::rules;
-use crate::schedules::{timetable_with, DELETED, PAUSED};
+use crate::timetables::timetable_with;
 
 /// A run [`restage`] kept: when it fires and what it launches.
 #[derive(Debug, Clone, PartialEq, Eq)]

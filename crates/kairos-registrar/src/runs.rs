@@ -16,6 +16,7 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use kairos_core::{
     ChangeKind, FieldChange, FieldValue, OverlapPolicy, Run, RunKey, RunSource, RunStatus, Subject,
 };
+use kairos_store::dispatch;
 use kairos_store::planning::{self, RunRows};
 use kairos_store::runs::{self, NewRun};
 use kairos_store::schedules as store;
@@ -23,10 +24,11 @@ use kairos_store::wakeups;
 
 use kairos_store::Tx;
 
+use crate::checks::{check_id, not_found};
 use crate::error::{Error, Result};
 use crate::history;
 use crate::rules::rfc3339;
-use crate::schedules::{check_id, not_found, timetable_of};
+use crate::timetables::timetable_of;
 use crate::Registrar;
 
 /// Most ticks one backfill call may create or find.
@@ -87,6 +89,9 @@ impl Registrar {
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
         let key = RunKey::manual(schedule_id, request_id);
+        if runs::get(&mut *tx, key.as_str()).await?.is_none() {
+            refuse_if_skipped(&mut tx, &schedule, overlap).await?;
+        }
         let run = NewRun {
             idempotency_key: key.as_str().to_string(),
             schedule_id: schedule.schedule_id,
@@ -118,13 +123,14 @@ impl Registrar {
                 .await?
                 .flatten();
             if first != overlap {
-                let name = |policy: Option<OverlapPolicy>| {
-                    policy.map_or("the schedule's own", OverlapPolicy::as_str)
+                let name = |policy: Option<OverlapPolicy>| match policy {
+                    Some(policy) => format!("overlap_policy {:?}", policy.as_str()),
+                    None => "no overlap_policy (the schedule's own)".to_string(),
                 };
                 return Err(Error::Conflict {
                     detail: format!(
-                        "request_id {request_id:?} was used before with overlap_policy {}, \
-                         not {}: a request with other parameters needs a new request_id",
+                        "request_id {request_id:?} was first used with {}, and this request \
+                         asks for {}. A request with other parameters needs a new request_id.",
                         name(first),
                         name(overlap)
                     ),
@@ -257,4 +263,48 @@ fn overlap_override(text: Option<&str>) -> Result<Option<OverlapPolicy>> {
             .map_err(|err| Error::invalid("overlap_policy", err.to_string()))
     })
     .transpose()
+}
+
+/// Refuses a new trigger that its overlap policy would only skip: under `skip` (the
+/// schedule's, or the trigger's own), while the schedule's runs in flight fill it
+/// (`max_in_flight`, else one). Nothing is written; the answer names the run in flight and
+/// how to run anyway. A run that goes in flight after this check is still decided at launch.
+///
+/// # Errors
+/// [`Error::Conflict`]; [`Error::Store`].
+async fn refuse_if_skipped(
+    tx: &mut Tx,
+    schedule: &kairos_core::Schedule,
+    overlap: Option<OverlapPolicy>,
+) -> Result<()> {
+    if overlap.unwrap_or(schedule.overlap_policy) != OverlapPolicy::Skip {
+        return Ok(());
+    }
+    let id = schedule.schedule_id.clone();
+    let found = dispatch::blockers(tx, std::slice::from_ref(&id)).await?;
+    let Some(blockers) = found.get(&id) else {
+        return Ok(());
+    };
+    let limit = i64::from(blockers.max_in_flight.unwrap_or(1).max(1));
+    match &blockers.in_flight {
+        Some(oldest) if blockers.in_flight_count >= limit => {
+            let filled = if limit == 1 {
+                format!("run {oldest} is in flight")
+            } else {
+                format!(
+                    "{} runs are in flight (max_in_flight {limit}), the oldest {oldest}",
+                    blockers.in_flight_count
+                )
+            };
+            Err(Error::Conflict {
+                detail: format!(
+                    "schedule {id:?} has overlap_policy \"skip\" and {filled}, so this run \
+                     would be skipped; nothing was triggered. Wait for it to finish, or \
+                     trigger with overlap_policy \"allow\" to run beside it or \"queue\" to \
+                     run after it."
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
 }

@@ -6,29 +6,22 @@ use kairos_core::{Schedule, ScheduleStats, Spec, Timetable};
 use kairos_store::runs;
 use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats;
-use kairos_store::timing::Decoder;
 
 use kairos_core::{ChangeKind, RunStatus};
 use kairos_store::Tx;
 
-use crate::apply::{self, Plan, PlanError};
+use crate::apply::{self, Plan};
+use crate::checks::{check_id, check_limit, not_found, plan_error, DELETED};
 use crate::cursor::RunPage;
 use crate::error::{Error, Problem, Result};
 use crate::history;
 use crate::input::{self, check_zone, ScheduleInput, Settings};
 use crate::pauses::{PauseChange, ANONYMOUS};
+use crate::timetables::{among, next_fire, next_fires, preview_from, timetable_of};
 use crate::{rules, Registrar};
 
-/// Reason written on runs cancelled by a pause.
-pub(crate) const PAUSED: &str = "paused";
-/// Reason written on runs cancelled by a delete.
-pub(crate) const DELETED: &str = "schedule deleted";
 /// How many ticks `get` previews.
 const PREVIEW_TICKS: usize = 5;
-/// Largest page of [`Registrar::list`] and [`Registrar::runs`].
-pub const LIST_LIMIT_MAX: i64 = 1000;
-/// Longest pause note, in characters.
-pub const MAX_PAUSE_NOTE_CHARS: usize = 1000;
 /// Most fire times [`Registrar::preview`] returns.
 const PREVIEW_MAX: i64 = 100;
 
@@ -57,6 +50,9 @@ pub struct ScheduleView {
     pub explained: Vec<kairos_core::TickExplained>,
     /// The skips of the preview's ticks (those ticks will not run).
     pub skips: Vec<kairos_core::Skip>,
+    /// Its next fire: none while paused without an end; else the first tick after the
+    /// pause ends (or now) that is not skipped.
+    pub next_fire: Option<DateTime<Utc>>,
 }
 
 /// One page of [`Registrar::list`].
@@ -64,6 +60,8 @@ pub struct ScheduleView {
 pub struct Page {
     /// The schedules, in `schedule_id` order.
     pub schedules: Vec<Schedule>,
+    /// The next fire of each schedule, in the same order (as [`ScheduleView::next_fire`]).
+    pub next_fires: Vec<Option<DateTime<Utc>>>,
     /// Pass as `after` to get the next page; `None` on the last page.
     pub next_cursor: Option<String>,
 }
@@ -213,7 +211,7 @@ impl Registrar {
             .ok_or_else(|| not_found(schedule_id))?;
         let jitter_ms = u32::try_from(schedule.jitter_ms).unwrap_or(0);
         let exhausted = schedule.remaining_runs() == Some(0);
-        let from = crate::skips::preview_from(&schedule, now);
+        let from = preview_from(&schedule, now);
         let (preview, explained) = match timetable_of(&mut conn, &schedule).await? {
             Some(timetable) if !exhausted => {
                 let first = timetable.first_at_or_after(from);
@@ -233,7 +231,8 @@ impl Registrar {
         };
         let stats = stats::for_schedule(&mut *conn, schedule_id, stats::DEFAULT_WINDOW).await?;
         let waiting_on = crate::chains::waiting_on(&mut conn, &schedule).await?;
-        let skips = crate::skips::among(&mut conn, schedule_id, &preview).await?;
+        let skips = among(&mut conn, schedule_id, &preview).await?;
+        let next_fire = next_fire(&mut conn, &schedule, now).await?;
         Ok(ScheduleView {
             schedule,
             preview,
@@ -241,6 +240,7 @@ impl Registrar {
             waiting_on,
             explained,
             skips,
+            next_fire,
         })
     }
 
@@ -274,8 +274,13 @@ impl Registrar {
         let next_cursor = full
             .then(|| schedules.last().map(|s| s.schedule_id.clone()))
             .flatten();
+        let mut tx = Tx::begin(&self.pool).await?;
+        let now = self.now(&mut tx).await?;
+        let next_fires = next_fires(&mut tx, &schedules, now).await?;
+        tx.commit().await?;
         Ok(Page {
             schedules,
+            next_fires,
             next_cursor,
         })
     }
@@ -330,7 +335,7 @@ impl Registrar {
         }
         let fire_times: Vec<DateTime<Utc>> = timetable.ticks_after(after).take(count).collect();
         let skips = match &input.schedule_id {
-            Some(id) => crate::skips::among(&mut tx, id, &fire_times).await?,
+            Some(id) => among(&mut tx, id, &fire_times).await?,
             None => Vec::new(),
         };
         tx.commit().await?;
@@ -441,51 +446,6 @@ pub(crate) fn preview_timetable(
     Ok((timetable, after, count))
 }
 
-/// The timetable of a stored schedule with its exclusions (its calendars loaded in `tx`);
-/// `None` if its spec or zone no longer parses (a core change) or a calendar it names is
-/// gone: such a schedule previews and plans nothing rather than failing every read.
-///
-/// # Errors
-/// [`Error::Store`].
-pub(crate) async fn timetable_of(tx: &mut Tx, schedule: &Schedule) -> Result<Option<Timetable>> {
-    let calendars = rules::load(tx, &schedule.rules.exclude_calendars).await?;
-    Ok(timetable_with(schedule, &calendars))
-}
-
-/// [`timetable_of`] with the calendars already loaded: the same timetable the planner
-/// builds ([`kairos_core::ScheduleRules::timetable`]).
-pub(crate) fn timetable_with(
-    schedule: &Schedule,
-    calendars: &rules::Calendars,
-) -> Option<Timetable> {
-    Decoder::default()
-        .schedule(schedule)
-        .ok()?
-        .timetable(calendars)
-        .ok()
-}
-
-pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {
-    match err {
-        PlanError::Field(problem) => Error::Invalid(vec![problem]),
-        PlanError::Revision(0) => Error::Conflict {
-            detail: format!(
-                "schedule {schedule_id:?} does not exist, so it has no revision to match"
-            ),
-        },
-        PlanError::Revision(stored) => Error::Conflict {
-            detail: format!(
-                "schedule {schedule_id:?} is at revision {stored}, not the revision given"
-            ),
-        },
-    }
-}
-
-pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
-    kairos_core::validate_id("schedule_id", schedule_id)
-        .map_err(|err| Error::invalid("schedule_id", err.to_string()))
-}
-
 /// Search text: at most [`kairos_core::MAX_ID_LEN`] characters (no id is longer, so no
 /// longer text can match) and no control character.
 fn check_search(field: &str, text: &str) -> Result<()> {
@@ -503,29 +463,4 @@ fn check_search(field: &str, text: &str) -> Result<()> {
         return Err(Error::invalid(field, "must not contain control characters"));
     }
     Ok(())
-}
-
-pub(crate) fn check_limit(limit: i64) -> Result<()> {
-    if (1..=LIST_LIMIT_MAX).contains(&limit) {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            "limit",
-            format!("{limit} is out of range: must be between 1 and {LIST_LIMIT_MAX}"),
-        ))
-    }
-}
-
-pub(crate) fn not_found(schedule_id: &str) -> Error {
-    Error::NotFound {
-        what: format!("schedule {schedule_id:?}"),
-    }
-}
-
-pub(crate) fn concurrent(schedule_id: &str) -> Error {
-    Error::Conflict {
-        detail: format!(
-            "schedule {schedule_id:?} was changed by a concurrent request; read it and retry"
-        ),
-    }
 }

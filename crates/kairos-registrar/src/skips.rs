@@ -8,13 +8,14 @@
 //! record of why the tick did not run, until retention removes them.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{ChangeKind, FieldChange, FieldValue, Schedule, Skip, Subject, Timetable};
+use kairos_core::{ChangeKind, FieldChange, FieldValue, Skip, Subject, Timetable};
 use kairos_store::schedules as store;
 use kairos_store::{skips, Tx};
 
+use crate::checks::{check_id, not_found, PAUSED};
 use crate::error::{Error, Problem, Result};
 use crate::rules::rfc3339;
-use crate::schedules::{check_id, not_found, timetable_of, PAUSED};
+use crate::timetables::timetable_of;
 use crate::{input, Registrar};
 
 /// Longest skip note, in characters.
@@ -193,30 +194,6 @@ impl Registrar {
         crate::history::record(tx, &[change], now).await?;
         Ok(skip)
     }
-}
-
-/// Where a schedule's preview starts: now, or the end of its pause when it is paused until
-/// a later time (nothing fires before).
-pub(crate) fn preview_from(schedule: &Schedule, now: DateTime<Utc>) -> DateTime<Utc> {
-    match schedule.paused_until.filter(|_| schedule.paused) {
-        Some(until) => until.max(now),
-        None => now,
-    }
-}
-
-/// The skips of `schedule_id` among `ticks` (a preview's), in tick order.
-///
-/// # Errors
-/// [`Error::Store`].
-pub(crate) async fn among(
-    tx: &mut Tx,
-    schedule_id: &str,
-    ticks: &[DateTime<Utc>],
-) -> Result<Vec<Skip>> {
-    let ids = vec![schedule_id.to_string(); ticks.len()];
-    let mut found = skips::of_ticks(&mut **tx, &ids, ticks).await?;
-    found.sort_by_key(|skip| skip.run_at);
-    Ok(found)
 }
 
 /// `Ok` when `run_at` is a fire time of `timetable`; else a problem naming `run_at` and the

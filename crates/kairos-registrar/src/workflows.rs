@@ -13,9 +13,9 @@ use kairos_store::workflows::{self, PutOutcome};
 use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError};
+use crate::checks::plan_error;
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, Checked, DagLimit, ScheduleInput, Settings};
-use crate::schedules::plan_error;
 use crate::{dag, rules, Registrar};
 
 /// Reason written on the unpublished runs of a schedule a deploy removed.

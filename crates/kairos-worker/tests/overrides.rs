@@ -77,19 +77,19 @@ async fn a_backfill_under_skip_runs_every_tick_in_order_and_triggers_override_th
         .await;
         let backfilled = of_source(&pool, RunSource::Backfill).await;
         if n == 0 {
-            // A trigger with `allow` runs beside the run in flight; one without is skipped.
+            // A trigger with `allow` runs beside the run in flight; one without would only
+            // be skipped, so it is refused and writes nothing.
             let free = registrar
                 .trigger("s1", "free", Some("allow"))
                 .await
                 .expect("trigger allow");
-            let skipped = registrar
-                .trigger("s1", "blocked", None)
-                .await
-                .expect("trigger");
-            for (run, expected) in [
-                (&free.run, RunStatus::Enqueued),
-                (&skipped.run, RunStatus::Skipped),
-            ] {
+            let refused = registrar.trigger("s1", "blocked", None).await;
+            assert!(
+                matches!(&refused, Err(kairos_registrar::Error::Conflict { detail })
+                    if detail.contains("would be skipped")),
+                "{refused:?}"
+            );
+            for (run, expected) in [(&free.run, RunStatus::Enqueued)] {
                 until(
                     Duration::from_secs(10),
                     "the trigger is decided",

@@ -1,0 +1,60 @@
+//! The checks and refusals every registrar operation shares: ids, page limits, the
+//! not-found and conflict errors, and the reasons written on runs a pause or delete cancels.
+
+use crate::apply::PlanError;
+use crate::error::{Error, Result};
+
+/// Reason written on runs cancelled by a pause.
+pub(crate) const PAUSED: &str = "paused";
+/// Reason written on runs cancelled by a delete.
+pub(crate) const DELETED: &str = "schedule deleted";
+/// Largest page of [`crate::Registrar::list`] and [`crate::Registrar::runs`].
+pub const LIST_LIMIT_MAX: i64 = 1000;
+/// Longest pause note, in characters.
+pub const MAX_PAUSE_NOTE_CHARS: usize = 1000;
+
+pub(crate) fn plan_error(err: PlanError, schedule_id: &str) -> Error {
+    match err {
+        PlanError::Field(problem) => Error::Invalid(vec![problem]),
+        PlanError::Revision(0) => Error::Conflict {
+            detail: format!(
+                "schedule {schedule_id:?} does not exist, so it has no revision to match"
+            ),
+        },
+        PlanError::Revision(stored) => Error::Conflict {
+            detail: format!(
+                "schedule {schedule_id:?} is at revision {stored}, not the revision given"
+            ),
+        },
+    }
+}
+
+pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
+    kairos_core::validate_id("schedule_id", schedule_id)
+        .map_err(|err| Error::invalid("schedule_id", err.to_string()))
+}
+
+pub(crate) fn check_limit(limit: i64) -> Result<()> {
+    if (1..=LIST_LIMIT_MAX).contains(&limit) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "limit",
+            format!("{limit} is out of range: must be between 1 and {LIST_LIMIT_MAX}"),
+        ))
+    }
+}
+
+pub(crate) fn not_found(schedule_id: &str) -> Error {
+    Error::NotFound {
+        what: format!("schedule {schedule_id:?}"),
+    }
+}
+
+pub(crate) fn concurrent(schedule_id: &str) -> Error {
+    Error::Conflict {
+        detail: format!(
+            "schedule {schedule_id:?} was changed by a concurrent request; read it and retry"
+        ),
+    }
+}
