@@ -24,7 +24,7 @@ const KEYWORDS: &str = " fn struct enum trait type const static mod macro_rules 
 
 #[test]
 fn architecture_names_only_what_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let repo = Repo::load(fs::canonicalize(root).expect("the repository root"));
     let doc = fs::read_to_string(repo.root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let (mut section, mut fenced, mut unresolved) = (None, false, Vec::new());
