@@ -145,6 +145,36 @@ async fn scrape_counts_what_the_api_did() {
     // An api run has no planned tick: no drift sample.
     let drift = sample(&text, "kairos_fire_drift_seconds_count", &[]);
     assert_eq!(drift.unwrap_or(0.0), 0.0);
+    every_metric_is_documented(&text);
+}
+
+/// Every metric the scrape exports, and every name of the worker's catalog, has its row in
+/// docs/operations.md's table.
+fn every_metric_is_documented(scrape: &str) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/operations.md")).expect("operations.md");
+    let catalog = std::fs::read_to_string(root.join("crates/kairos-worker/src/metrics.rs"))
+        .expect("the worker's metrics");
+    let exported = scrape
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.split_whitespace().next());
+    let named = catalog
+        .lines()
+        .filter(|line| line.starts_with("pub const ") && line.contains("&str = \"kairos_"))
+        .filter_map(|line| line.split('"').nth(1));
+    let mut missing: Vec<&str> = exported
+        .chain(named)
+        .filter(|name| {
+            !doc.contains(&format!("| `{name}`")) && !doc.contains(&format!("| `{name}{{"))
+        })
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "metrics without a row in docs/operations.md: {missing:?}"
+    );
 }
 
 #[tokio::test]
