@@ -277,3 +277,13 @@ pub(crate) fn bad_request(problems: Vec<Problem>) -> Result<(), ApiError> {
         Err(ApiError::BadRequest(problems))
     }
 }
+
+/// A store failure of the intake: logged by the error mapping, answered 500.
+pub(crate) fn intake_failed(err: kairos_worker::intake::Error) -> ApiError {
+    match err {
+        kairos_worker::intake::Error::Store(err) => {
+            ApiError::Registrar(kairos_registrar::Error::Store(err))
+        }
+        other => ApiError::Unavailable(other.to_string()),
+    }
+}

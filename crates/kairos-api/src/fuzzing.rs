@@ -26,16 +26,16 @@ pub fn read_body(which: usize, bytes: &[u8]) -> bool {
         "pause" => crate::schedules::read_pause(body).map(|_| true),
         "preview" => crate::schedules::read_preview(body)
             .map(|(input, _)| checks::preview(&input, &settings).is_ok()),
-        "trigger" => crate::runs::read_trigger(body).map(|_| true),
-        "backfill" => crate::runs::read_backfill(body).map(|_| true),
+        "trigger" => crate::schedules::trigger::read_trigger(body).map(|_| true),
+        "backfill" => crate::schedules::backfill::read_backfill(body).map(|_| true),
         "calendar" => crate::calendars::read_calendar("fuzz".into(), body)
             .map(|input| checks::check_calendar(&input).is_empty()),
         "deploy" => crate::workflows::read_deploy("fuzz", 1, body)
             .map(|input| checks::check_workflow(&input, &settings).is_empty()),
         "status" => Ok(kairos_worker::intake::parse_report("fuzz-key", &body).is_ok()),
-        "start" => crate::status::read_start(body).map(|_| true),
-        "cancel" => crate::status::read_cancel(body).map(|_| true),
-        _ => crate::attempts::read_retry(body).map(|_| true),
+        "start" => crate::run_launcher::read_start(body).map(|_| true),
+        "cancel" => crate::runs::read_cancel(body).map(|_| true),
+        _ => crate::runs::read_retry(body).map(|_| true),
     };
     matches!(accepted, Ok(true))
 }

@@ -9,10 +9,10 @@
 //! the `ui` module).
 
 mod access;
-mod attempts;
 mod body;
 mod body_timeout;
 mod calendars;
+mod dead_letters;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -21,11 +21,10 @@ mod health;
 mod history;
 pub mod metrics;
 pub mod openapi;
+mod run_launcher;
 mod runs;
 mod schedules;
 mod serve;
-mod skips;
-mod status;
 mod strict;
 mod ui;
 mod wire;
@@ -154,31 +153,31 @@ pub fn routes() -> Vec<Route> {
             Method::POST,
             "/schedules/{id}/trigger",
             Some(Deployer),
-            post(runs::trigger),
+            post(schedules::trigger::trigger),
         ),
         route(
             Method::POST,
             "/schedules/{id}/backfill",
             Some(Deployer),
-            post(runs::backfill),
+            post(schedules::backfill::backfill),
         ),
         route(
             Method::POST,
             "/schedules/{id}/skips",
             Some(Deployer),
-            post(skips::create),
+            post(schedules::skips::create),
         ),
         route(
             Method::GET,
             "/schedules/{id}/skips",
             Some(Reader),
-            get(skips::list),
+            get(schedules::skips::list),
         ),
         route(
             Method::DELETE,
             "/schedules/{id}/skips/{run_at}",
             Some(Deployer),
-            delete(skips::delete),
+            delete(schedules::skips::delete),
         ),
         route(
             Method::PUT,
@@ -220,39 +219,39 @@ pub fn routes() -> Vec<Route> {
             Method::POST,
             "/runs/{key}/status",
             Some(Executor),
-            post(status::report),
+            post(runs::status::report),
         ),
         route(
             Method::POST,
             "/runs/status",
             Some(Executor),
-            post(status::report_many),
+            post(runs::status::report_many),
         ),
-        route(Method::GET, "/runs/{key}", Some(Reader), get(attempts::get)),
-        route(Method::GET, "/runs", Some(Reader), get(attempts::list)),
+        route(Method::GET, "/runs/{key}", Some(Reader), get(runs::get)),
+        route(Method::GET, "/runs", Some(Reader), get(runs::list)),
         route(
             Method::POST,
             "/runs/{key}/retry",
             Some(Deployer),
-            post(attempts::retry),
+            post(runs::retry),
         ),
         route(
             Method::POST,
             "/runs/{key}/cancel",
             Some(Deployer),
-            post(status::cancel),
+            post(runs::cancel),
         ),
         route(
             Method::GET,
             "/dead-letters",
             Some(Reader),
-            get(attempts::dead_letters),
+            get(dead_letters::dead_letters),
         ),
         route(
             Method::POST,
             "/run-launcher/start",
             Some(Executor),
-            post(status::start),
+            post(run_launcher::start),
         ),
         route(Method::GET, "/healthz", None, get(health::healthz)),
         route(Method::GET, "/openapi.json", None, get(openapi::document)),

@@ -1,83 +1,193 @@
-//! Handlers of the operator's run requests: `POST /schedules/{id}/trigger` and
-//! `POST /schedules/{id}/backfill` (docs/design.md §4, §5), each with an optional
-//! `overlap_policy` for the runs it creates (a backfill defaults to `queue`).
+//! The operator's routes under `/runs`: `GET /runs/{key}` (the run and the history of its
+//! attempts), `GET /runs` (runs not `SUCCESS` by their deadline: `?late=true`),
+//! `POST /runs/{key}/retry` (one more attempt of a finished run) and `POST /runs/{key}/cancel`;
+//! the executor's status reports under `/runs` are in `runs/status.rs`.
+
+pub(crate) mod status;
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::Json;
-use chrono::{DateTime, Utc};
+use kairos_registrar::{DeadLetterQuery, Error as RegistrarError, Problem, RunView};
+use kairos_store::cancel::Cancel;
+use kairos_worker::intake::{self};
 use serde_json::{json, Value};
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
-use crate::error::bad_request;
-use crate::error::ApiError;
-use crate::wire::RunBody;
+use crate::error::{bad_request, intake_failed, ApiError};
+use crate::wire::{AttemptBody, RunBody};
 use crate::AppState;
 
-/// `POST /schedules/{id}/trigger` `{request_id}` → 201 with the run created, or 200 with
-/// the run this request id created before.
-pub(crate) async fn trigger(
+/// `GET /runs/{key}` → the run with `max_attempts` and `history`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let RunView {
+        run,
+        history,
+        max_attempts,
+    } = state.registrar.run(&key).await?;
+    let history: Vec<AttemptBody> = history.into_iter().map(AttemptBody::of).collect();
+    let mut body = serde_json::to_value(RunBody::of(run)).expect("runs serialize");
+    body["max_attempts"] = json!(max_attempts);
+    body["history"] = json!(history);
+    Ok(Json(body))
+}
+
+/// `GET /runs?late=true&schedule_id=&workflow_id=&limit=&cursor=` → `{runs, next_cursor}`:
+/// late runs, newest mark first. `late` is required and only `true` is known: the
+/// listing is of late runs.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let late_given = params.contains_key("late");
+    let mut query = body::Query::new(params);
+    let late = query.boolean("late");
+    let filter = DeadLetterQuery {
+        schedule_id: query.text("schedule_id"),
+        workflow_id: query.text("workflow_id"),
+        cursor: query.text("cursor"),
+        limit: query.integer("limit", 100),
+    };
+    let late_problem = match late {
+        Some(true) => None,
+        Some(false) => Some("only true is known: GET /runs lists late runs"),
+        None if !late_given => Some("is required (late=true: GET /runs lists late runs)"),
+        // Not true or false: named by the reading above.
+        None => None,
+    };
+    let finished = query.finish();
+    if let Some(detail) = late_problem {
+        let mut problems = match finished {
+            Err(ApiError::BadRequest(problems)) => problems,
+            _ => Vec::new(),
+        };
+        problems.insert(0, kairos_registrar::Problem::new("late", detail));
+        return Err(ApiError::BadRequest(problems));
+    }
+    finished?;
+    let page = state.registrar.late_runs(&filter).await?;
+    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
+    Ok(Json(
+        json!({ "runs": runs, "next_cursor": page.next_cursor }),
+    ))
+}
+
+/// `POST /runs/{key}/retry` `{request_id?}` → 201 with the run whose next attempt is due
+/// now, or 200 with the run this request id retried before. Without a request id, every
+/// call is a new request.
+pub(crate) async fn retry(
     State(state): State<AppState>,
     Caller(actor): Caller,
-    Path(id): Path<String>,
+    Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (request_id, overlap) = read_trigger(body::json(body, state.max_body_bytes)?)?;
-    let triggered = state
+    let body = match body {
+        Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
+        other => other,
+    };
+    let request_id = read_retry(body::json(body, state.max_body_bytes)?)?;
+    let request_id = request_id.unwrap_or_else(fresh_request_id);
+    let (run, started) = state
         .registrar
         .acting_as(actor)
-        .trigger(&id, &request_id, overlap.as_deref())
+        .retry(&key, &request_id)
         .await?;
-    let location = format!("/runs/{}", triggered.run.idempotency_key);
-    let body = Json(RunBody::of(triggered.run));
-    Ok(crate::wire::written(triggered.created, location, body))
+    let location = format!("/runs/{}", run.idempotency_key);
+    Ok(crate::wire::written(
+        started,
+        location,
+        Json(RunBody::of(run)),
+    ))
 }
 
-/// `POST /schedules/{id}/backfill` `{from, to}` → `{ticks, created, already_present}`.
-pub(crate) async fn backfill(
+/// A request id unique to this call (a retry without one is never de-duplicated).
+fn fresh_request_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "api-{nanos}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Reads a retry body `{request_id?}` (an empty body is `{}`).
+pub(crate) fn read_retry(body: serde_json::Value) -> Result<Option<String>, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let request_id = fields.string("request_id", false);
+    bad_request(fields.finish())?;
+    Ok(request_id)
+}
+
+/// `POST /runs/{key}/cancel` `{reason?}` (role `deployer`) → 200 with the run and
+/// `cancel`: `cancelled` (it was not published: cancelled at once), `cancelling` (the
+/// executor is told; it becomes `CANCELLED` when it confirms or the cancel times out),
+/// `already_cancelling`, or `already_finished` (it had reached a final status first; not an
+/// error), with a `message` saying so. An unknown key is a 404.
+pub(crate) async fn cancel(
     State(state): State<AppState>,
     Caller(actor): Caller,
-    Path(id): Path<String>,
+    Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let (from, to, overlap) = read_backfill(body::json(body, state.max_body_bytes)?)?;
-    let done = state
-        .registrar
-        .acting_as(actor)
-        .backfill(&id, from, to, overlap.as_deref())
-        .await?;
-    Ok(Json(json!({
-        "ticks": done.ticks,
-        "created": done.created,
-        "already_present": done.already_present,
-    })))
-}
-
-/// Reads a trigger body: `(request_id, overlap_policy)`.
-pub(crate) fn read_trigger(body: Value) -> Result<(String, Option<String>), ApiError> {
-    let mut fields = Fields::new(body, "");
-    let request_id = fields.string("request_id", true);
-    let overlap = fields.string("overlap_policy", false);
-    bad_request(fields.finish())?;
-    let request_id = request_id.expect("required fields are present when there is no problem");
-    Ok((request_id, overlap))
-}
-
-/// A backfill body: `(from, to, overlap_policy)`.
-type Backfill = (DateTime<Utc>, DateTime<Utc>, Option<String>);
-
-/// Reads a backfill body.
-pub(crate) fn read_backfill(body: Value) -> Result<Backfill, ApiError> {
-    let mut fields = Fields::new(body, "");
-    let from = fields.time("from", true);
-    let to = fields.time("to", true);
-    let overlap = fields.string("overlap_policy", false);
-    bad_request(fields.finish())?;
-    let (Some(from), Some(to)) = (from, to) else {
-        unreachable!("required fields are present when there is no problem");
+) -> Result<Json<Value>, ApiError> {
+    let body = match body {
+        Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
+        other => other,
     };
-    Ok((from, to, overlap))
+    let reason = read_cancel(body::json(body, state.max_body_bytes)?)?;
+    let done = state
+        .intake
+        .cancel_by(&key, reason.as_deref(), &actor)
+        .await
+        .map_err(intake_failed)?;
+    let Some(run) = done.run().cloned() else {
+        return Err(ApiError::Registrar(RegistrarError::NotFound {
+            what: format!("run {key:?}"),
+        }));
+    };
+    let message = match &done {
+        Cancel::Cancelled(_) => "the run was not published; it is cancelled".to_string(),
+        Cancel::Cancelling(_) => "the executor is asked to stop the run; it becomes \
+            CANCELLED when the executor confirms or the cancel times out"
+            .to_string(),
+        Cancel::AlreadyCancelling(_) => "a cancel of this run is already in progress".into(),
+        Cancel::Finished(run) => format!(
+            "the run had already finished ({}); nothing was cancelled",
+            run.status
+        ),
+        Cancel::NotFound => unreachable!("handled above"),
+    };
+    let mut body = serde_json::to_value(RunBody::of(run)).expect("runs serialize");
+    body["cancel"] = json!(done.kind());
+    body["message"] = json!(message);
+    Ok(Json(body))
+}
+
+/// Reads a cancel body `{reason?}` (an empty body is `{}`).
+pub(crate) fn read_cancel(body: Value) -> Result<Option<String>, ApiError> {
+    let mut fields = Fields::new(body, "");
+    let reason = fields.string("reason", false);
+    let mut problems = fields.finish();
+    if reason
+        .as_deref()
+        .is_some_and(|r| r.chars().count() > intake::MAX_REASON_TEXT)
+    {
+        problems.push(Problem::new(
+            "reason",
+            format!("must be at most {} characters", intake::MAX_REASON_TEXT),
+        ));
+    }
+    bad_request(problems)?;
+    Ok(reason)
 }

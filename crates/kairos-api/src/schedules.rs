@@ -1,5 +1,9 @@
 //! Handlers of the `/schedules` routes.
 
+pub(crate) mod backfill;
+pub(crate) mod skips;
+pub(crate) mod trigger;
+
 use std::collections::HashMap;
 
 use axum::body::Bytes;
