@@ -5,9 +5,9 @@
 mod admin;
 mod calendars;
 mod config;
-mod dispatch;
 mod global;
 mod migrate;
+mod nats_roles;
 mod otlp;
 mod preview;
 mod serve;

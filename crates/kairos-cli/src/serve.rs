@@ -34,8 +34,20 @@ use tokio::task::JoinSet;
 
 use crate::config::{self, Config, LogFormat};
 
-/// Every role an instance can run.
-const ROLES: [&str; 5] = ["api", "planner", "dispatcher", "status", "retention"];
+/// A role an instance runs (`--roles`); every instance runs all of them unless told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The HTTP API, the page and `/metrics`.
+    Api,
+    /// Writes the runs of due ticks ahead of time.
+    Planner,
+    /// Claims due runs and publishes their launches, and runs the sweep.
+    Dispatcher,
+    /// Applies the executors' status reports from the status stream.
+    Status,
+    /// Deletes finished runs past `history.retention_days` and keeps the run partitions.
+    Retention,
+}
 
 /// Arguments of `kairos serve`.
 #[derive(Debug, clap::Args)]
@@ -46,10 +58,11 @@ pub struct Args {
     /// Roles to run, comma separated.
     #[arg(
         long,
+        value_enum,
         value_delimiter = ',',
         default_value = "api,planner,dispatcher,status,retention"
     )]
-    roles: Vec<String>,
+    roles: Vec<Role>,
     /// Do not apply migrations at start.
     #[arg(long)]
     no_migrate: bool,
@@ -64,16 +77,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let config = config::load(args.config.as_deref()).map_err(|err| anyhow::anyhow!("{err}"))?;
     // Kept to the end: dropping it sends the spans still queued.
     let _exporting = init_tracing(&config)?;
-    for role in &args.roles {
-        if !ROLES.contains(&role.as_str()) {
-            bail!("--roles: {role:?} is not a role (use {})", ROLES.join(", "));
-        }
+    let runs = |role: Role| args.roles.contains(&role);
+    if args.roles.is_empty() {
+        bail!("--roles: nothing to run (use api, planner, dispatcher, status, retention)");
     }
-    let runs = |role: &str| args.roles.iter().any(|r| r == role);
-    if !ROLES.iter().any(|role| runs(role)) {
-        bail!("--roles: nothing to run (use {})", ROLES.join(", "));
-    }
-    let auth = if runs("api") {
+    let auth = if runs(Role::Api) {
         kairos_auth::check_bind(config.auth.mode, config.http.bind)?;
         Some(Authenticator::from_config(&config.auth).context("auth config")?)
     } else {
@@ -96,12 +104,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let stopped = stopped(stopping.clone());
             roles.spawn(refresh_metrics(pool, metrics, lookahead, stopped));
         }
-        if runs("retention") {
+        if runs(Role::Retention) {
             let retention = Retention::new(pool.clone(), retention_config(&config));
             let stopped = stopped(stopping.clone());
             roles.spawn(async move { retention.run(stopped).await.context("retention") });
         }
-        if runs("planner") {
+        if runs(Role::Planner) {
             // The days the planner is about to fill get their partitions before it starts
             // (retention passes keep them ahead later). A failure only costs retention its
             // fast path for those days, so it is logged, not fatal.
@@ -116,7 +124,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // Only the roles that publish or consume need NATS. They start now and wait for the
         // connection, which is made in the background and retried while NATS is down.
         let intake = Intake::new(pool.clone());
-        let link = (runs("dispatcher") || runs("status")).then(NatsLink::new);
+        let link = (runs(Role::Dispatcher) || runs(Role::Status)).then(NatsLink::new);
         // Deploys refuse a DAG that cannot fit a launch message: the NATS default limit
         // until the server says its own.
         let dag_limit = DagLimit::default();
@@ -138,24 +146,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 Ok(())
             });
         }
-        if let (true, Some(link)) = (runs("dispatcher"), &link) {
+        if let (true, Some(link)) = (runs(Role::Dispatcher), &link) {
             let (config, pool, link) = (config.clone(), pool.clone(), link.clone());
             let stopped_sweeping = stopped(stopping.clone());
-            roles.spawn(crate::dispatch::run_sweeper(
+            roles.spawn(crate::nats_roles::run_sweeper(
                 config.clone(),
                 pool.clone(),
                 link.clone(),
                 stopped_sweeping,
             ));
             let (intake, stopped) = (intake.clone(), stopped(stopping.clone()));
-            roles.spawn(crate::dispatch::run_dispatcher(
+            roles.spawn(crate::nats_roles::run_dispatcher(
                 config, pool, link, intake, stopped,
             ));
         }
-        if let (true, Some(link)) = (runs("status"), &link) {
+        if let (true, Some(link)) = (runs(Role::Status), &link) {
             let (link, intake) = (link.clone(), intake.clone());
             let stopped = stopped(stopping.clone());
-            roles.spawn(crate::dispatch::run_status(link, intake, stopped));
+            roles.spawn(crate::nats_roles::run_status(link, intake, stopped));
         }
         if let Some(auth) = auth {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));
