@@ -216,6 +216,18 @@ pub fn routes() -> Vec<Route> {
             get(workflows::get),
         ),
         route(
+            Method::GET,
+            "/workflows",
+            Some(Reader),
+            get(workflows::list),
+        ),
+        route(
+            Method::GET,
+            "/workflows/{id}/versions",
+            Some(Reader),
+            get(workflows::versions),
+        ),
+        route(
             Method::POST,
             "/runs/{key}/status",
             Some(Executor),

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use kairos_registrar::{
     rfc3339, BackoffInput, Calendar, RulesInput, Run, RunRef, Schedule, ScheduleInput,
-    ScheduleStats, Skip,
+    ScheduleStats, Skip, VersionSummary, WorkflowSummary,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -528,6 +528,46 @@ impl SkipBody {
             schedule_id: skip.schedule_id,
             note: skip.note,
             skipped_by: skip.skipped_by,
+        }
+    }
+}
+
+/// One workflow in `GET /workflows`.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkflowSummaryBody {
+    pub workflow_id: String,
+    pub versions: i64,
+    pub latest_version: i32,
+    pub latest_created_at: String,
+    pub schedules: i64,
+}
+
+impl WorkflowSummaryBody {
+    pub(crate) fn of(w: WorkflowSummary) -> WorkflowSummaryBody {
+        WorkflowSummaryBody {
+            latest_created_at: rfc3339(w.latest_created_at),
+            workflow_id: w.workflow_id,
+            versions: w.versions,
+            latest_version: w.latest_version,
+            schedules: w.schedules,
+        }
+    }
+}
+
+/// One version in `GET /workflows/{id}/versions`.
+#[derive(Debug, Serialize)]
+pub(crate) struct VersionBody {
+    pub version: i32,
+    pub created_at: String,
+    pub schedules: i64,
+}
+
+impl VersionBody {
+    pub(crate) fn of(v: VersionSummary) -> VersionBody {
+        VersionBody {
+            version: v.version,
+            created_at: rfc3339(v.created_at),
+            schedules: v.schedules,
         }
     }
 }

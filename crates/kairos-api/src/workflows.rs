@@ -1,4 +1,5 @@
-//! Handlers of `/workflows/{id}/versions/{v}`: the workflow store and deploy sync.
+//! Handlers under `/workflows`: the list of workflows, a workflow's versions, one version,
+//! and the deploy of a version with its schedule sync.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -15,7 +16,7 @@ use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::wire::{schedule_list, UpsertAnswer};
+use crate::wire::{schedule_list, UpsertAnswer, VersionBody, WorkflowSummaryBody};
 use crate::AppState;
 
 /// `PUT /workflows/{id}/versions/{v}[?dry_run=true]`: `{dag, schedules?}`. 201 when the
@@ -101,4 +102,47 @@ pub(crate) fn read_deploy(
         dag: dag.unwrap_or_default(),
         schedules,
     })
+}
+
+/// `GET /workflows?q=&cursor=&limit=` → `{workflows, next_cursor}` in id order (`q`: a
+/// case-insensitive substring of the workflow id).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut query = body::Query::new(params);
+    let q = query.text("q");
+    let cursor = query.text("cursor");
+    let limit = query.integer("limit", 100);
+    query.finish()?;
+    let page = state
+        .registrar
+        .list_workflows(q.as_deref(), cursor.as_deref(), limit)
+        .await?;
+    let workflows: Vec<WorkflowSummaryBody> = page
+        .workflows
+        .into_iter()
+        .map(WorkflowSummaryBody::of)
+        .collect();
+    Ok(Json(
+        json!({ "workflows": workflows, "next_cursor": page.next_cursor }),
+    ))
+}
+
+/// `GET /workflows/{id}/versions` → `{workflow_id, versions}`, newest first, each with when
+/// it was stored and how many schedules run it; 404 when none is stored.
+pub(crate) async fn versions(
+    State(state): State<AppState>,
+    Path(workflow_id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let versions: Vec<VersionBody> = state
+        .registrar
+        .workflow_version_list(&workflow_id)
+        .await?
+        .into_iter()
+        .map(VersionBody::of)
+        .collect();
+    Ok(Json(
+        json!({ "workflow_id": workflow_id, "versions": versions }),
+    ))
 }

@@ -50,6 +50,8 @@ const MATRIX: &[(&str, &str, Who)] = &[
     ),
     ("PUT", "/workflows/wf/versions/1", Who::Deployer),
     ("GET", "/workflows/wf/versions/1", Who::AnyRole),
+    ("GET", "/workflows", Who::AnyRole),
+    ("GET", "/workflows/wf/versions", Who::AnyRole),
     ("POST", "/runs/k1/status", Who::Executor),
     ("POST", "/runs/status", Who::Executor),
     ("GET", "/runs/k1", Who::AnyRole),

@@ -258,7 +258,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 /// The `next_cursor` line under a page, when there is a next page.
-fn print_cursor(body: &Value) {
+pub(crate) fn print_cursor(body: &Value) {
     if let Some(cursor) = body["next_cursor"].as_str() {
         println!("next_cursor: {cursor}");
     }

@@ -87,12 +87,40 @@ const SCHEDULE_COLUMNS: [(&str, &str); 7] = [
 
 /// `{schedules: [...]}` as a table; "no schedules" when the page is empty.
 pub fn schedules_table(body: &Value) -> String {
-    let rows = body["schedules"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
+    listing(body, "schedules", &SCHEDULE_COLUMNS, "no schedules")
+}
+
+/// The columns of [`workflows_table`].
+const WORKFLOW_COLUMNS: [(&str, &str); 5] = [
+    ("WORKFLOW_ID", "workflow_id"),
+    ("VERSIONS", "versions"),
+    ("LATEST", "latest_version"),
+    ("STORED_AT", "latest_created_at"),
+    ("SCHEDULES", "schedules"),
+];
+
+/// `{workflows: [...]}` as a table; "no workflows" when the page is empty.
+pub fn workflows_table(body: &Value) -> String {
+    listing(body, "workflows", &WORKFLOW_COLUMNS, "no workflows")
+}
+
+/// The columns of [`versions_table`].
+const VERSION_COLUMNS: [(&str, &str); 3] = [
+    ("VERSION", "version"),
+    ("STORED_AT", "created_at"),
+    ("SCHEDULES", "schedules"),
+];
+
+/// `{versions: [...]}` as a table, newest first as the API answered.
+pub fn versions_table(body: &Value) -> String {
+    listing(body, "versions", &VERSION_COLUMNS, "no versions")
+}
+
+/// The list under `key` of `body` as a table of `columns`, each cell the field as it is.
+fn listing(body: &Value, key: &str, columns: &[(&str, &str)], empty: &str) -> String {
+    let rows = body[key].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let cell = |row: &Value, field: &str| scalar(&row[field]);
-    table(rows, &SCHEDULE_COLUMNS, &cell, "no schedules")
+    table(rows, columns, &cell, empty)
 }
 
 /// The columns of [`calendars_table`] (`dates` shows how many).

@@ -1,5 +1,6 @@
-//! `kairos workflows deploy FILE [--dry-run]` and `kairos workflows get ID VERSION`: the
-//! workflow store over the HTTP API (`PUT|GET /workflows/{id}/versions/{v}`).
+//! `kairos workflows deploy FILE [--dry-run]`, `kairos workflows get ID VERSION`,
+//! `kairos workflows list [--q TEXT]` and `kairos workflows versions ID`: the workflow store
+//! over the HTTP API (`/workflows`).
 //!
 //! The deploy file is the body `PUT /workflows/{id}/versions/{v}` takes, `{dag, schedules?}`,
 //! and, as a kubectl manifest names what it applies to, it may name its workflow and version
@@ -48,6 +49,23 @@ enum Verb {
         /// The version number.
         version: i64,
     },
+    /// List stored workflows in id order: versions, the newest, schedules.
+    List {
+        /// Only workflows whose id contains this text, ignoring case.
+        #[arg(long, value_name = "TEXT")]
+        q: Option<String>,
+        /// Workflows per page (1 to 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        /// The next_cursor of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// List a workflow's stored versions, newest first, with the schedules of each.
+    Versions {
+        /// The workflow id.
+        id: String,
+    },
 }
 
 /// Runs one verb against the API and prints its answer (fields per line, or `--json`).
@@ -61,8 +79,15 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let body = answer.context("the API answered no body")?;
     if global.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
-    } else {
-        println!("{}", crate::show::fields(&body));
+        return Ok(());
+    }
+    match &args.verb {
+        Verb::List { .. } => {
+            print!("{}", crate::show::workflows_table(&body));
+            crate::admin::print_cursor(&body);
+        }
+        Verb::Versions { .. } => print!("{}", crate::show::versions_table(&body)),
+        _ => println!("{}", crate::show::fields(&body)),
     }
     Ok(())
 }
@@ -88,6 +113,18 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
         Verb::Get { id, version } => Ok((
             Method::GET,
             format!("/workflows/{}/versions/{version}", segment(id)),
+            Vec::new(),
+            None,
+        )),
+        Verb::List { q, limit, cursor } => {
+            let mut query = vec![("limit", limit.to_string())];
+            query.extend(q.iter().map(|q| ("q", q.clone())));
+            query.extend(cursor.iter().map(|cursor| ("cursor", cursor.clone())));
+            Ok((Method::GET, "/workflows".to_string(), query, None))
+        }
+        Verb::Versions { id } => Ok((
+            Method::GET,
+            format!("/workflows/{}/versions", segment(id)),
             Vec::new(),
             None,
         )),

@@ -1,4 +1,4 @@
-//! `kairos schedules get`, `kairos runs list|dead-letters|late|retry` against a real `kairos serve` (api and
+//! `kairos schedules get`, `kairos workflows list|versions`, `kairos runs list|dead-letters|late|retry` against a real `kairos serve` (api and
 //! retention roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
@@ -44,6 +44,22 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     let json = stdout(&kairos(port, &["schedules", "get", "s1", "--json"]));
     let json: serde_json::Value = serde_json::from_str(&json).expect("--json prints JSON");
     assert_eq!(json["stats"]["runs_examined"], 1);
+
+    let workflows = stdout(&kairos(port, &["workflows", "list"]));
+    let lines: Vec<&str> = workflows.lines().collect();
+    assert!(lines[0].starts_with("WORKFLOW_ID"), "{workflows}");
+    let cells: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        (cells[0], cells[1], cells[2], cells[4]),
+        ("wf", "1", "1", "1"),
+        "{workflows}"
+    );
+    let versions = stdout(&kairos(port, &["workflows", "versions", "wf"]));
+    let row = versions.lines().nth(1).unwrap_or_default();
+    assert_eq!(row.split_whitespace().next(), Some("1"), "{versions}");
+    let unknown = kairos(port, &["workflows", "versions", "nope"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"));
 
     let runs = stdout(&kairos(port, &["runs", "list", "--schedule", "s1"]));
     let lines: Vec<&str> = runs.lines().collect();

@@ -58,3 +58,22 @@ pub(crate) fn concurrent(schedule_id: &str) -> Error {
         ),
     }
 }
+
+/// Search text: at most [`kairos_core::MAX_ID_LEN`] characters (no id is longer, so no
+/// longer text can match) and no control character.
+pub(crate) fn check_search(field: &str, text: &str) -> Result<()> {
+    let len = text.chars().count();
+    if len > kairos_core::MAX_ID_LEN {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "is {len} characters long; the limit is {}",
+                kairos_core::MAX_ID_LEN
+            ),
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(Error::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}

@@ -73,7 +73,10 @@ pub use rules::{rfc3339, RulesInput};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted};
 pub use skips::{MAX_SKIP_NOTE_CHARS, SKIPS_LIST_MAX};
-pub use workflows::{Deployed, WorkflowInput, WorkflowView, WORKFLOW_VERSIONS_MAX};
+pub use workflows::{
+    Deployed, VersionSummary, WorkflowInput, WorkflowPage, WorkflowSummary, WorkflowView,
+    WORKFLOW_VERSIONS_MAX,
+};
 
 use chrono::{DateTime, Utc};
 use kairos_store::{PgPool, Tx};

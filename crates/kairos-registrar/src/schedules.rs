@@ -11,7 +11,7 @@ use kairos_core::{ChangeKind, RunStatus};
 use kairos_store::Tx;
 
 use crate::apply::{self, Plan};
-use crate::checks::{check_id, check_limit, not_found, plan_error, DELETED};
+use crate::checks::{check_id, check_limit, check_search, not_found, plan_error, DELETED};
 use crate::cursor::RunPage;
 use crate::error::{Error, Problem, Result};
 use crate::history;
@@ -444,23 +444,4 @@ pub(crate) fn preview_timetable(
         .timetable_with(named);
     let count = usize::try_from(count).expect("checked positive");
     Ok((timetable, after, count))
-}
-
-/// Search text: at most [`kairos_core::MAX_ID_LEN`] characters (no id is longer, so no
-/// longer text can match) and no control character.
-fn check_search(field: &str, text: &str) -> Result<()> {
-    let len = text.chars().count();
-    if len > kairos_core::MAX_ID_LEN {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "is {len} characters long; the limit is {}",
-                kairos_core::MAX_ID_LEN
-            ),
-        ));
-    }
-    if text.chars().any(char::is_control) {
-        return Err(Error::invalid(field, "must not contain control characters"));
-    }
-    Ok(())
 }

@@ -13,7 +13,7 @@ use kairos_store::workflows::{self, PutOutcome};
 use kairos_store::Tx;
 
 use crate::apply::{self, Plan, PlanError};
-use crate::checks::plan_error;
+use crate::checks::{check_limit, check_search, plan_error};
 use crate::error::{Error, Problem, Result};
 use crate::input::{self, Checked, DagLimit, ScheduleInput, Settings};
 use crate::{dag, rules, Registrar};
@@ -60,6 +60,41 @@ pub struct WorkflowView {
     pub dag: serde_json::Value,
     /// When it was stored.
     pub created_at: DateTime<Utc>,
+}
+
+/// One workflow of [`Registrar::list_workflows`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowSummary {
+    /// The workflow.
+    pub workflow_id: String,
+    /// How many versions are stored.
+    pub versions: i64,
+    /// The newest version.
+    pub latest_version: i32,
+    /// When the newest version was stored.
+    pub latest_created_at: DateTime<Utc>,
+    /// Schedules of any version of it.
+    pub schedules: i64,
+}
+
+/// A page of [`Registrar::list_workflows`].
+#[derive(Debug, Clone)]
+pub struct WorkflowPage {
+    /// The workflows, in id order.
+    pub workflows: Vec<WorkflowSummary>,
+    /// Pass as the cursor for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One version of [`Registrar::workflow_version_list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionSummary {
+    /// The version.
+    pub version: i32,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+    /// Schedules that run this version.
+    pub schedules: i64,
 }
 
 impl Registrar {
@@ -190,6 +225,73 @@ impl Registrar {
             });
         }
         Ok(versions)
+    }
+
+    /// A page of workflows in id order: those whose id contains `q` (ignoring case) when
+    /// given, after `cursor` (the last id of the previous page); `limit` 1..=1000.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad `q`, cursor or limit; [`Error::Store`].
+    pub async fn list_workflows(
+        &self,
+        q: Option<&str>,
+        cursor: Option<&str>,
+        limit: i64,
+    ) -> Result<WorkflowPage> {
+        check_limit(limit)?;
+        if let Some(cursor) = cursor {
+            kairos_core::validate_id("cursor", cursor)
+                .map_err(|err| Error::invalid("cursor", err.to_string()))?;
+        }
+        if let Some(q) = q {
+            check_search("q", q)?;
+        }
+        let mut conn = Tx::begin(&self.pool).await?;
+        let rows = workflows::list(&mut conn, q, cursor, limit).await?;
+        let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) == limit;
+        let next_cursor = full
+            .then(|| rows.last().map(|w| w.workflow_id.clone()))
+            .flatten();
+        let workflows = rows
+            .into_iter()
+            .map(|w| WorkflowSummary {
+                workflow_id: w.workflow_id,
+                versions: w.versions,
+                latest_version: w.latest_version,
+                latest_created_at: w.latest_created_at,
+                schedules: w.schedules,
+            })
+            .collect();
+        Ok(WorkflowPage {
+            workflows,
+            next_cursor,
+        })
+    }
+
+    /// The stored versions of a workflow with when each was stored and how many schedules
+    /// run it, newest first (at most [`WORKFLOW_VERSIONS_MAX`]).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id; [`Error::NotFound`] when no version is stored;
+    /// [`Error::Store`].
+    pub async fn workflow_version_list(&self, workflow_id: &str) -> Result<Vec<VersionSummary>> {
+        kairos_core::validate_id("workflow_id", workflow_id)
+            .map_err(|err| Error::invalid("workflow_id", err.to_string()))?;
+        let mut conn = Tx::begin(&self.pool).await?;
+        let rows = workflows::version_list(&mut conn, workflow_id, WORKFLOW_VERSIONS_MAX).await?;
+        if rows.is_empty() {
+            return Err(Error::NotFound {
+                what: format!("workflow {workflow_id:?}"),
+            });
+        }
+        Ok(rows
+            .into_iter()
+            .map(|(version, created_at, schedules)| VersionSummary {
+                version,
+                created_at,
+                schedules,
+            })
+            .collect())
     }
 
     /// Plans every schedule of the set against what is stored; all problems at once.

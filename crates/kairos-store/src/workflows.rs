@@ -126,3 +126,68 @@ pub async fn versions(conn: &mut PgConnection, workflow_id: &str, limit: i64) ->
     .fetch_all(conn)
     .await?)
 }
+
+/// One workflow in a list: how many versions are stored, the newest, and how many schedules
+/// run it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Listed {
+    /// The workflow.
+    pub workflow_id: String,
+    /// Stored versions.
+    pub versions: i64,
+    /// The newest version.
+    pub latest_version: i32,
+    /// When the newest version was stored.
+    pub latest_created_at: DateTime<Utc>,
+    /// Schedules of any version of it.
+    pub schedules: i64,
+}
+
+/// Workflows in id order after `after`, whose id contains `contains` (ignoring case) when
+/// given, at most `limit`.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn list(
+    conn: &mut PgConnection,
+    contains: Option<&str>,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Listed>> {
+    Ok(sqlx::query_as(
+        "select w.workflow_id, count(*) as versions, max(w.version) as latest_version, \
+           (array_agg(w.created_at order by w.version desc))[1] as latest_created_at, \
+           (select count(*) from schedules s where s.workflow_id = w.workflow_id) as schedules \
+         from workflows w \
+         where ($1::text is null or w.workflow_id ilike $1 escape '\\') \
+           and ($2::text is null or w.workflow_id > $2) \
+         group by w.workflow_id order by w.workflow_id limit $3",
+    )
+    .bind(contains.map(crate::schedules::contains_pattern))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// The newest stored versions of `workflow_id` with when each was stored and how many
+/// schedules run it (at most `limit`, newest first).
+///
+/// # Errors
+/// [`crate::Error::Database`] when the query fails.
+pub async fn version_list(
+    conn: &mut PgConnection,
+    workflow_id: &str,
+    limit: i64,
+) -> Result<Vec<(i32, DateTime<Utc>, i64)>> {
+    Ok(sqlx::query_as(
+        "select w.version, w.created_at, \
+           (select count(*) from schedules s \
+             where s.workflow_id = w.workflow_id and s.version = w.version) \
+         from workflows w where w.workflow_id = $1 order by w.version desc limit $2",
+    )
+    .bind(workflow_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
