@@ -12,7 +12,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::Json;
-use kairos_registrar::{DeadLetterQuery, Error as RegistrarError, Problem, RunView};
+use kairos_registrar::{Error as RegistrarError, Phase, Problem, RunQuery, RunView};
 use kairos_store::cancel::Cancel;
 use kairos_worker::intake::{self};
 use serde_json::{json, Value};
@@ -40,40 +40,47 @@ pub(crate) async fn get(
     Ok(Json(body))
 }
 
-/// `GET /runs?late=true&schedule_id=&workflow_id=&limit=&cursor=` → `{runs, next_cursor}`:
-/// late runs, newest mark first. `late` is required and only `true` is known: the
-/// listing is of late runs.
+/// `GET /runs?status=&phase=&schedule_id=&workflow_id=&source=&from=&to=&cursor=&limit=` →
+/// `{runs, next_cursor}`: runs across schedules, newest tick first (`phase`: `in_flight`,
+/// `failed`, `dead_letter`, `late`; the last two newest mark first). `late=true` is
+/// `phase=late`.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let late_given = params.contains_key("late");
     let mut query = body::Query::new(params);
     let late = query.boolean("late");
-    let filter = DeadLetterQuery {
+    let phase = query.text("phase");
+    let mut filter = RunQuery {
+        status: query.text("status"),
         schedule_id: query.text("schedule_id"),
         workflow_id: query.text("workflow_id"),
+        source: query.text("source"),
+        from: query.time("from"),
+        to: query.time("to"),
         cursor: query.text("cursor"),
         limit: query.integer("limit", 100),
+        ..RunQuery::default()
     };
-    let late_problem = match late {
-        Some(true) => None,
-        Some(false) => Some("only true is known: GET /runs lists late runs"),
-        None if !late_given => Some("is required (late=true: GET /runs lists late runs)"),
-        // Not true or false: named by the reading above.
-        None => None,
+    query.finish()?;
+    filter.phase = match (late, phase.as_deref()) {
+        (Some(true), None | Some("late")) => Some(Phase::Late),
+        (Some(true), Some(_)) => {
+            return Err(ApiError::BadRequest(vec![Problem::new(
+                "late",
+                "late=true is phase=late: give one of them",
+            )]))
+        }
+        (Some(false), _) => {
+            return Err(ApiError::BadRequest(vec![Problem::new(
+                "late",
+                "only true is known (phase=late); leave it out to list every run",
+            )]))
+        }
+        (None, Some(phase)) => Some(Phase::parse(phase)?),
+        (None, None) => None,
     };
-    let finished = query.finish();
-    if let Some(detail) = late_problem {
-        let mut problems = match finished {
-            Err(ApiError::BadRequest(problems)) => problems,
-            _ => Vec::new(),
-        };
-        problems.insert(0, kairos_registrar::Problem::new("late", detail));
-        return Err(ApiError::BadRequest(problems));
-    }
-    finished?;
-    let page = state.registrar.late_runs(&filter).await?;
+    let page = state.registrar.list_runs(&filter).await?;
     let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
     Ok(Json(
         json!({ "runs": runs, "next_cursor": page.next_cursor }),

@@ -170,9 +170,14 @@ async fn late_runs_are_listed_newest_mark_first() {
     assert_eq!(only["runs"].as_array().expect("runs").len(), 1);
     assert_eq!(only["runs"][0]["idempotency_key"], other.as_str());
 
-    // Anything but late=true is a 400 naming the parameter.
+    // phase=late is late=true.
+    let (_, _, phase) = list("phase=late").await;
+    assert_eq!(phase["runs"], body["runs"]);
+
+    // A bad filter is a 400 naming the parameter.
     for (query, field) in [
-        ("", "late"),
+        ("phase=soon", "phase"),
+        ("late=true&status=FAILED", "status"),
         ("late=false", "late"),
         ("late=yes", "late"),
         ("late=true&limit=0", "limit"),

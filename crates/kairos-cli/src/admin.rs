@@ -28,18 +28,42 @@ pub struct RunsArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum RunsVerb {
-    /// A schedule's runs, newest tick first (also after the schedule was deleted).
+    /// Runs across schedules, newest tick first (`GET /runs`; a schedule's runs also after
+    /// it was deleted); pass the printed next_cursor as --cursor for the next page.
     List {
-        /// The schedule whose runs to list (`GET /schedules/{id}/runs`).
+        /// Only this schedule's runs.
         #[arg(long)]
-        schedule: String,
+        schedule: Option<String>,
+        /// Only this workflow's runs.
+        #[arg(long)]
+        workflow: Option<String>,
         /// Only runs in this status (PENDING, QUEUED, ENQUEUED, STARTED, SUCCESS, FAILED,
         /// TIMED_OUT, SKIPPED, CANCELLED, RETRYING, CANCELLING).
         #[arg(long)]
         status: Option<String>,
+        /// Only runs in this phase: in_flight, failed, dead_letter or late (not with --status).
+        #[arg(long)]
+        phase: Option<String>,
+        /// Only runs created this way: schedule, manual, backfill, api or chain.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only ticks at or after this (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// Only ticks at or before this (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        to: Option<String>,
         /// Most runs to show (1..=1000).
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// The next_cursor of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// One run with every attempt: its errors, executors and times (`GET /runs/{key}`).
+    Get {
+        /// The run's idempotency key.
+        key: String,
     },
     /// Start one more attempt of a FAILED or TIMED_OUT run, due now (deployer token).
     Retry {
@@ -274,6 +298,8 @@ pub fn run_runs(args: &RunsArgs, global: &Global) -> anyhow::Result<()> {
     let body = answer.context("the API answered no body")?;
     if global.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
+    } else if let RunsVerb::Get { .. } = args.verb {
+        println!("{}", crate::show::fields(&body));
     } else if body.get("runs").is_some() {
         print!("{}", crate::show::runs_table(&body));
         print_cursor(&body);
@@ -291,14 +317,36 @@ fn runs_request(verb: &RunsVerb) -> Request {
     match verb {
         RunsVerb::List {
             schedule,
+            workflow,
             status,
+            phase,
+            source,
+            from,
+            to,
             limit,
+            cursor,
         } => {
             let mut query = vec![("limit", limit.to_string())];
-            query.extend(status.clone().map(|status| ("status", status)));
-            let path = format!("/schedules/{}/runs", segment(schedule));
-            (Method::GET, path, query, None)
+            for (name, value) in [
+                ("schedule_id", schedule),
+                ("workflow_id", workflow),
+                ("status", status),
+                ("phase", phase),
+                ("source", source),
+                ("from", from),
+                ("to", to),
+                ("cursor", cursor),
+            ] {
+                query.extend(value.clone().map(|value| (name, value)));
+            }
+            (Method::GET, "/runs".to_string(), query, None)
         }
+        RunsVerb::Get { key } => (
+            Method::GET,
+            format!("/runs/{}", segment(key)),
+            Vec::new(),
+            None,
+        ),
         RunsVerb::Retry { key, request_id } => {
             let body = match request_id {
                 Some(id) => serde_json::json!({ "request_id": id }),

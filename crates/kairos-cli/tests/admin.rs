@@ -1,4 +1,4 @@
-//! `kairos schedules get`, `kairos workflows list|versions`, `kairos runs list|dead-letters|late|retry` against a real `kairos serve` (api and
+//! `kairos schedules get`, `kairos workflows list|versions`, `kairos runs list|get|dead-letters|late|retry` against a real `kairos serve` (api and
 //! retention roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
@@ -68,6 +68,22 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     let cells: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!((cells[1], cells[2], cells[3]), ("PENDING", "manual", "1"));
     let key = cells[5];
+    let everywhere = stdout(&kairos(port, &["runs", "list", "--source", "manual"]));
+    assert!(
+        everywhere.contains(key),
+        "no --schedule needed: {everywhere}"
+    );
+    let nope = kairos(port, &["runs", "list", "--schedule", "nope"]);
+    assert!(!nope.status.success(), "an unknown schedule is an error");
+    assert!(String::from_utf8_lossy(&nope.stderr).contains("nope"));
+    let one = stdout(&kairos(port, &["runs", "get", key]));
+    let field = |name: &str| {
+        one.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l[name.len()..].trim().to_string())
+    };
+    assert_eq!(field("idempotency_key").as_deref(), Some(key), "{one}");
+    assert_eq!(field("status").as_deref(), Some("PENDING"), "{one}");
     let dead = stdout(&kairos(port, &["runs", "dead-letters", "--schedule", "s1"]));
     assert_eq!(dead, "no runs\n");
     let late = stdout(&kairos(port, &["runs", "late", "--schedule", "s1"]));

@@ -43,6 +43,7 @@ mod paused_ticks;
 mod pauses;
 mod restage;
 mod rules;
+mod run_listing;
 mod runs;
 mod schedules;
 mod skips;
@@ -70,6 +71,7 @@ pub use paused_ticks::{record_paused_ticks, PausedTicks, PAUSED_SCHEDULES_PER_PA
 pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
 pub use restage::{restage, Kept};
 pub use rules::{rfc3339, RulesInput};
+pub use run_listing::{Phase, RunQuery};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};
 pub use schedules::{Page, Preview, PreviewInput, ScheduleView, Upserted};
 pub use skips::{MAX_SKIP_NOTE_CHARS, SKIPS_LIST_MAX};
