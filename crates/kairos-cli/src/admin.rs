@@ -591,12 +591,20 @@ async fn answer(response: Response) -> anyhow::Result<Option<Value>> {
     if status.is_success() {
         return Ok(Some(body));
     }
-    let mut message = format!(
-        "{status}: {}",
-        body["detail"].as_str().unwrap_or("no detail")
-    );
+    let detail = match &body {
+        Value::String(text) if !text.is_empty() => text.as_str(),
+        _ => body["detail"].as_str().unwrap_or("no detail"),
+    };
+    let mut message = format!("{status}: {detail}");
     for error in body["errors"].as_array().into_iter().flatten() {
-        message.push_str(&format!("\n  {}: {}", error["field"], error["rule"]));
+        let text = |key: &str| match &error[key] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        message.push_str(&format!("\n  {}: {}", text("field"), text("rule")));
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        message.push_str("\n  give a token with --token or the environment variable KAIROS_TOKEN");
     }
     bail!(message)
 }

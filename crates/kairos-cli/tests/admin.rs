@@ -228,7 +228,12 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
         &["schedules", "trigger", "s2", "--overlap-policy", "never"],
     );
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("overlap_policy"));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        said.contains("\n  overlap_policy: "),
+        "each field error once, plain: {said}"
+    );
+    assert!(!said.contains("\"overlap_policy\""), "not as JSON: {said}");
 
     // Backfill three past hourly ticks.
     let backfill = stdout(&kairos(
