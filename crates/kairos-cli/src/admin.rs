@@ -230,8 +230,11 @@ enum Verb {
     /// Create or replace a schedule from a JSON upsert body (`POST /schedules/upsert`).
     Upsert {
         /// The JSON body, as `POST /schedules/upsert` takes it; `-` reads standard input.
-        #[arg(long)]
-        file: String,
+        #[arg(value_name = "FILE", required_unless_present = "file_flag")]
+        file: Option<String>,
+        /// FILE given as a flag.
+        #[arg(long = "file", value_name = "FILE", conflicts_with = "file")]
+        file_flag: Option<String>,
         /// Store nothing: print what the change would do (created, updated or unchanged,
         /// fire times before and after, runs it would cancel).
         #[arg(long)]
@@ -529,12 +532,20 @@ fn request(verb: &Verb) -> anyhow::Result<Request> {
             let path = format!("/schedules/{}/history", segment(id));
             (Method::GET, path, query, None)
         }
-        Verb::Upsert { file, dry_run } => {
+        Verb::Upsert {
+            file,
+            file_flag,
+            dry_run,
+        } => {
             let query = if *dry_run {
                 vec![("dry_run", "true".to_string())]
             } else {
                 Vec::new()
             };
+            let file = file
+                .as_ref()
+                .or(file_flag.as_ref())
+                .expect("clap requires one");
             let body = read_json(file)?;
             (Method::POST, "/schedules/upsert".into(), query, Some(body))
         }

@@ -27,9 +27,14 @@ pub struct Args {
     /// IANA time zone the expression is read in.
     #[arg(long, default_value = "UTC")]
     tz: String,
-    /// How many fire times to print.
-    #[arg(short = 'n', long = "count", default_value_t = 5)]
-    count: usize,
+    /// How many fire times to print (1 to 1000).
+    #[arg(
+        short = 'n',
+        long = "count",
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u16).range(1..=1000)
+    )]
+    count: u16,
     /// Print fire times strictly after this instant (RFC 3339); default: now.
     /// Also the anchor of `@every`.
     #[arg(long)]
@@ -135,7 +140,7 @@ fn fire_times(args: &Args) -> Result<Vec<String>, String> {
             kairos_core::MAX_ROLL_DAYS
         ));
     }
-    let ticks = timetable.ticks_after(after).take(args.count);
+    let ticks = timetable.ticks_after(after).take(usize::from(args.count));
     if !args.explain {
         return Ok(ticks.map(text).collect());
     }
@@ -152,7 +157,7 @@ fn fire_times(args: &Args) -> Result<Vec<String>, String> {
         .collect();
     lines.extend(
         timetable
-            .outside_window(after, args.count)
+            .outside_window(after, usize::from(args.count))
             .into_iter()
             .map(|o| format!("{}  outside the window ({})", text(o.at), o.side.as_str())),
     );

@@ -198,7 +198,7 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
         !kairos(port, &["schedules", "get", "s2"]).status.success(),
         "nothing stored"
     );
-    let stored = stdout(&kairos(port, &["schedules", "upsert", "--file", file]));
+    let stored = stdout(&kairos(port, &["schedules", "upsert", file]));
     assert!(
         stored
             .lines()

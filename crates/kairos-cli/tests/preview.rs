@@ -255,3 +255,22 @@ fn explain_shows_each_runs_deadline() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr_line(&refused).contains("--deadline-s 0 is out of range"));
 }
+
+#[test]
+fn a_count_outside_one_to_a_thousand_is_refused_naming_the_range() {
+    for count in ["0", "1001"] {
+        let output = preview(&["* * * * *", "-n", count]);
+        assert!(!output.status.success(), "-n {count}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("--count") && stderr.contains("1..=1000"),
+            "-n {count}: {stderr}"
+        );
+    }
+    let output = preview(&["* * * * *", "-n", "1000", "--after", "2026-01-01T00:00:00Z"]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).lines().count(),
+        1000
+    );
+}
