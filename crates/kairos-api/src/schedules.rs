@@ -14,8 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
-use kairos_registrar::{PauseChange, PreviewInput, ScheduleInput, Skip, LIST_LIMIT_MAX};
-use kairos_store::schedules::ListFilter;
+use kairos_registrar::{
+    ListFilter, PauseChange, PreviewInput, ScheduleInput, Skip, LIST_LIMIT_MAX,
+};
+
 use serde_json::{json, Value};
 
 use crate::access::Caller;

@@ -80,6 +80,12 @@ pub use workflows::{
     WORKFLOW_VERSIONS_MAX,
 };
 
+/// The store's filters and values the registrar's reads take and give, so that a caller
+/// (the API, the page) reads through the registrar alone.
+pub use kairos_store::overview::HourTotals;
+pub use kairos_store::runs::CHILDREN_MAX;
+pub use kairos_store::schedules::ListFilter;
+
 use chrono::{DateTime, Utc};
 use kairos_store::{PgPool, Tx};
 

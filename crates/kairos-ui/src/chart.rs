@@ -7,8 +7,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::RunStatus;
+use kairos_registrar::HourTotals;
 use kairos_registrar::Run;
-use kairos_store::overview::HourTotals;
 use maud::{html, Markup};
 /// The chart's width and height in SVG units (it scales to its box).
 const W: f64 = 480.0;

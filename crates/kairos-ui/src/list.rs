@@ -11,9 +11,7 @@
 //! field (`workflow_id=dem` finds workflow `demo`), unlike `GET /schedules`' exact filters.
 
 use chrono::{DateTime, Utc};
-use kairos_registrar::{Registrar, ScheduleRow};
-use kairos_store::overview::HourTotals;
-use kairos_store::schedules::ListFilter;
+use kairos_registrar::{HourTotals, ListFilter, Registrar, ScheduleRow};
 use maud::{html, Markup};
 
 use crate::actions::role_note;

@@ -296,7 +296,7 @@ fn children_list(children: &[Run]) -> Markup {
         @if children.is_empty() {
             p.muted #run-children-none { "No run was fired by a chain from this run." }
         } @else {
-            @if children.len() as i64 >= kairos_store::runs::CHILDREN_MAX {
+            @if children.len() as i64 >= kairos_registrar::CHILDREN_MAX {
                 p.muted { "The first " (children.len()) " shown." }
             }
             ul #run-children {
