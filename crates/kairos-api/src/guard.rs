@@ -62,12 +62,12 @@ impl AllowedHosts {
         AllowedHosts::list(&hosts).expect("socket addresses are authorities")
     }
 
-    /// Exactly `hosts` (`host` or `host:port` each).
+    /// Exactly `hosts` (`host` or `host:port` each), each once (case aside).
     ///
     /// # Errors
     /// [`InvalidHost`] naming the first entry that is not an authority without user info.
     pub fn list(hosts: &[String]) -> Result<AllowedHosts, InvalidHost> {
-        let parsed = hosts
+        let mut parsed: Vec<Authority> = hosts
             .iter()
             .map(|entry| {
                 entry
@@ -79,6 +79,8 @@ impl AllowedHosts {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut seen = std::collections::HashSet::new();
+        parsed.retain(|authority| seen.insert(authority.as_str().to_ascii_lowercase()));
         Ok(AllowedHosts(Some(parsed.into())))
     }
 

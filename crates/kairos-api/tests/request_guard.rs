@@ -148,6 +148,21 @@ async fn a_host_this_instance_does_not_answer_to_is_refused_reads_included() {
         }
     }
     assert_eq!(table_counts(&pool).await, (0, 0, 0));
+    let headers = [(header::HOST, "attacker.example"), json.clone()];
+    let (_, answer) = send(&api, Method::GET, "/healthz", &headers, &seed()).await;
+    let detail = answer["detail"].as_str().expect("detail");
+    let listed = detail
+        .rsplit_once('(')
+        .map(|(_, hosts)| hosts.trim_end_matches(')'))
+        .expect("the allowed hosts");
+    let hosts: Vec<String> = listed.split(", ").map(str::to_ascii_lowercase).collect();
+    let unique: std::collections::HashSet<&String> = hosts.iter().collect();
+    assert_eq!(
+        unique.len(),
+        hosts.len(),
+        "each allowed host once: {detail}"
+    );
+    assert!(hosts.contains(&"localhost:8080".to_string()), "{detail}");
     for host in [
         "localhost:8080",
         "127.0.0.1:8080",

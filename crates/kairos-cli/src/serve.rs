@@ -376,14 +376,23 @@ fn init_tracing(config: &Config) -> anyhow::Result<Option<crate::otlp::Exporting
 }
 
 /// The filter of log lines: `log.level`, without the span events (target `SPAN_TARGET`)
-/// whatever it says.
+/// whatever it says, and with PostgreSQL's notices (such as the migrator's "relation
+/// `_sqlx_migrations` already exists, skipping" at every start) only from warnings up,
+/// unless `log.level` names `sqlx` itself.
 pub(crate) fn log_filter(level: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
     let no_spans = format!("{}=off", kairos_core::trace::SPAN_TARGET)
         .parse()
         .context("span target directive")?;
     let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .with_context(|| format!("log.level {level:?}"))?;
-    Ok(filter.add_directive(no_spans))
+        .with_context(|| format!("log.level {level:?}"))?
+        .add_directive(no_spans);
+    if level.contains("sqlx") {
+        return Ok(filter);
+    }
+    let quiet_notices = "sqlx::postgres::notice=warn"
+        .parse()
+        .context("notice directive")?;
+    Ok(filter.add_directive(quiet_notices))
 }
 
 /// How often the backlog gauges are read (and histogram samples folded in).
@@ -446,4 +455,17 @@ async fn shutdown() {
         () = terminate => {}
     }
     tracing::info!("shutdown requested");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    #[test]
+    fn postgres_notices_log_from_warnings_up_unless_sqlx_is_named() {
+        let quiet = log_filter("info").expect("filter").to_string();
+        assert!(quiet.contains("sqlx::postgres::notice=warn"), "{quiet}");
+        let asked = log_filter("info,sqlx=debug").expect("filter").to_string();
+        assert!(!asked.contains("sqlx::postgres::notice=warn"), "{asked}");
+    }
 }
