@@ -251,14 +251,16 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
     let Some(body) = answer else {
         if !global.json {
-            let (done, id) = match &args.verb {
-                Verb::Pause { id, .. } => ("paused", id),
-                Verb::Resume { id } => ("resumed", id),
-                Verb::Delete { id } => ("deleted", id),
-                Verb::Unskip { id, .. } => ("skip taken back:", id),
-                _ => ("done", &String::new()),
+            let said = match &args.verb {
+                Verb::Pause { id, .. } => format!("paused {id}"),
+                Verb::Resume { id } => format!("resumed {id}"),
+                Verb::Delete { id } => format!("deleted {id}"),
+                Verb::Unskip { id, run_at } => {
+                    format!("skip of {id} at {run_at} taken back: that tick runs again")
+                }
+                _ => "done".to_string(),
             };
-            println!("{done} {id}");
+            println!("{said}");
         }
         return Ok(());
     };

@@ -63,7 +63,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         (Some(body), false) => println!("{}", crate::show::fields(&body)),
         (None, true) => {}
-        (None, false) => println!("deleted"),
+        (None, false) => match &args.verb {
+            Verb::Delete { name } => println!("deleted calendar {name}"),
+            _ => println!("done"),
+        },
     }
     Ok(())
 }

@@ -150,7 +150,7 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     assert!(stdout(&kairos(port, &["calendars", "get", "holidays"])).contains("2026-12-26"));
     assert_eq!(
         stdout(&kairos(port, &["calendars", "delete", "holidays"])),
-        "deleted\n"
+        "deleted calendar holidays\n"
     );
     let gone = kairos(port, &["calendars", "get", "holidays"]);
     assert!(!gone.status.success(), "a deleted calendar is gone");

@@ -289,7 +289,7 @@ fn global_flags_tables_json_and_workflows_against_a_real_serve() {
     assert_eq!(got["dates"], serde_json::json!(["2026-12-25"]));
     assert_eq!(
         ok(&["calendars", "delete", "holidays", "--url", url]),
-        "deleted\n"
+        "deleted calendar holidays\n"
     );
 
     // pause, resume and delete say what they did; with --json they print nothing.

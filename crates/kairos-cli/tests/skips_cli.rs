@@ -52,7 +52,10 @@ fn skip_skips_unskip_and_pause_until_go_through_the_api() {
     assert!(said.contains("run_at") && said.contains(tick), "{said}");
 
     let unskipped = stdout(&kairos(port, &["schedules", "unskip", "s1", tick]));
-    assert!(unskipped.contains("s1"), "{unskipped}");
+    assert!(
+        unskipped.contains("s1") && unskipped.contains(tick),
+        "names the schedule and the tick: {unskipped}"
+    );
     let table = stdout(&kairos(port, &["schedules", "skips", "s1"]));
     assert_eq!(table.trim(), "no skips");
 
