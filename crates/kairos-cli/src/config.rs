@@ -338,6 +338,58 @@ pub fn load(path: Option<&Path>) -> Result<Config, Box<figment::Error>> {
 }
 
 /// A rule error for `key` (dotted), with `path` set so callers can tell which key failed.
+/// A configuration error in plain words, one line per problem: the key, what is wrong with
+/// it, and where its value came from (a file, or the environment).
+pub fn explain(error: &figment::Error) -> String {
+    error
+        .clone()
+        .into_iter()
+        .map(|one| explain_one(&one))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn explain_one(error: &figment::Error) -> String {
+    use figment::error::Kind;
+    let key = error
+        .path
+        .iter()
+        .filter(|part| part.as_str() != "default")
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(".");
+    let from = match &error.metadata {
+        Some(metadata) => match &metadata.source {
+            Some(source) => format!(" (in {source})"),
+            None => format!(" (from the {})", metadata.name.to_lowercase()),
+        },
+        None => String::new(),
+    };
+    let what = match &error.kind {
+        Kind::UnknownField(_, expected) => {
+            let section = key
+                .rsplit_once('.')
+                .map_or("the top level", |(section, _)| section);
+            format!(
+                "{key} is not a setting; those of {section} are {}",
+                expected.join(", ")
+            )
+        }
+        Kind::InvalidType(actual, expected) | Kind::InvalidValue(actual, expected) => {
+            format!("{key}: expected {expected}, found {actual}")
+        }
+        Kind::MissingField(field) if key.is_empty() => format!("{field} is missing"),
+        Kind::MissingField(field) => format!("{key}.{field} is missing"),
+        Kind::Message(message) if key.is_empty() || message.starts_with(&key) => message.clone(),
+        Kind::Message(message) => format!("{key}: {message}"),
+        other => match key.as_str() {
+            "" => other.to_string(),
+            key => format!("{key}: {other}"),
+        },
+    };
+    format!("config: {what}{from}")
+}
+
 fn invalid(key: &str, rule: impl fmt::Display) -> Box<figment::Error> {
     let mut error = figment::Error::from(format!("{key} {rule}"));
     error.path = key.split('.').map(str::to_owned).collect();

@@ -91,8 +91,38 @@ fn exit(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kairos: {err:#}");
+            eprintln!("kairos: {}", said_once(&err));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes joined by ": ", each said once: a cause whose words the one
+/// before already holds (an I/O error a client error repeats) is left out.
+fn said_once(err: &anyhow::Error) -> String {
+    let mut said: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !said.last().is_some_and(|last| last.contains(&text)) {
+            said.push(text);
+        }
+    }
+    said.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said_once;
+
+    #[test]
+    fn a_cause_the_message_before_already_holds_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let wrapped = anyhow::Error::new(io)
+            .context("error communicating with database: refused")
+            .context("connect to PostgreSQL");
+        assert_eq!(
+            said_once(&wrapped),
+            "connect to PostgreSQL: error communicating with database: refused"
+        );
     }
 }

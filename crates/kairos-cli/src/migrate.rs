@@ -21,7 +21,8 @@ pub struct Args {
 /// # Errors
 /// Bad config, an unreachable database, or a failed migration.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let config = config::load(args.config.as_deref()).map_err(|err| anyhow::anyhow!("{err}"))?;
+    let config = config::load(args.config.as_deref())
+        .map_err(|err| anyhow::anyhow!(config::explain(&err)))?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
         let pool = connect(&config).await?;

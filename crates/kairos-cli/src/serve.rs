@@ -74,7 +74,8 @@ pub struct Args {
 /// Bad config (named key), `auth.mode = none` on a non-loopback bind, an unreachable
 /// database, a failed migration, or a bind that fails.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let config = config::load(args.config.as_deref()).map_err(|err| anyhow::anyhow!("{err}"))?;
+    let config = config::load(args.config.as_deref())
+        .map_err(|err| anyhow::anyhow!(config::explain(&err)))?;
     // Kept to the end: dropping it sends the spans still queued.
     let _exporting = init_tracing(&config)?;
     let runs = |role: Role| args.roles.contains(&role);

@@ -501,3 +501,27 @@ fn streams(launcher: &kairos_launcher::NatsConfig) -> [&str; 4] {
         &launcher.cancel_stream,
     ]
 }
+
+#[test]
+fn config_errors_read_as_the_key_what_is_wrong_and_where() {
+    jailed(|jail| {
+        let error = load_file(jail, "[http]\nbnd = \"127.0.0.1:1\"\n").expect_err("unknown key");
+        let said = explain(&error);
+        assert!(
+            said.starts_with("config: http.bnd is not a setting; those of http are bind, "),
+            "{said}"
+        );
+        assert!(said.ends_with("kairos.toml)"), "{said}");
+        assert!(!said.contains('`') && !said.contains("default."), "{said}");
+
+        let error = load_file(jail, "[http]\nbind = 5\n").expect_err("wrong type");
+        let said = explain(&error);
+        assert!(
+            said.starts_with("config: http.bind: expected socket address, found "),
+            "{said}"
+        );
+
+        let error = load_file(jail, "[scheduler]\ntick_ms = 0\n").expect_err("a rule");
+        assert_eq!(explain(&error), "config: scheduler.tick_ms must be > 0");
+    });
+}
