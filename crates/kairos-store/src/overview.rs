@@ -105,17 +105,19 @@ pub struct HourTotals {
     pub cancelled: i64,
     /// Any other status: pending or in flight.
     pub other: i64,
-    /// How many were published (those the drift is over).
+    /// How many planned ticks' first attempts were published (those the drift is over).
     pub published: i64,
-    /// The median of `published_at − fire_at` in milliseconds (none published: `None`).
+    /// The median fire drift in milliseconds: `published_at − run_at` of the planned ticks'
+    /// first attempts, the meaning of `kairos_fire_drift_seconds` (none: `None`).
     pub drift_p50_ms: Option<f64>,
-    /// The largest `published_at − fire_at` in milliseconds.
+    /// The largest fire drift in milliseconds.
     pub drift_max_ms: Option<f64>,
 }
 
 /// Runs with `run_at` in (`now` − 24 h, `now`], grouped by hour (only hours holding a run),
-/// newest hour first. Drift is over published runs only (`greatest` ignores nulls, hence the
-/// `case`); a negative drift (published before its fire time) counts as 0.
+/// newest hour first. Drift is over the published first attempts of planned ticks only, as
+/// the `kairos_fire_drift_seconds` histogram is (manual, backfill and chained runs and
+/// retries fire when asked, not on a tick); a negative drift counts as 0.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -124,9 +126,9 @@ pub async fn last_day(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec
         "with day as ( \
              select status, \
                     floor(extract(epoch from ($1::timestamptz - run_at)) / 3600)::int as hours_ago, \
-                    case when published_at is not null then \
-                        greatest(0, extract(epoch from (published_at - fire_at)) * 1000)::float8 end \
-                        as drift_ms \
+                    case when published_at is not null and source = 'schedule' and attempt = 1 \
+                        then greatest(0, extract(epoch from (published_at - run_at)) * 1000)::float8 \
+                        end as drift_ms \
              from schedule_runs \
              where run_at > $1::timestamptz - interval '24 hours' and run_at <= $1::timestamptz) \
          select hours_ago, \

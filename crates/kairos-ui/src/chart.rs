@@ -1,12 +1,12 @@
 //! Small server-rendered SVG charts of the last day: outcomes per hour (stacked bars) and
-//! fire drift per hour (how long after its fire time a run was published: the median and the
-//! largest). One renderer ([`render`]) over a [`Day`], built from a schedule's runs
+//! fire drift per hour (how long after its planned tick a scheduled run's first attempt was
+//! published, the meaning of `kairos_fire_drift_seconds`: the median and the largest). One renderer ([`render`]) over a [`Day`], built from a schedule's runs
 //! ([`Day::from_runs`], the schedule page) or from the store's per-hour totals across all
 //! schedules ([`Day::from_totals`], the overview). No script, no style attributes (the page's
 //! CSP allows none), only SVG presentation attributes and classes.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::RunStatus;
+use kairos_core::{RunSource, RunStatus};
 use kairos_registrar::HourTotals;
 use kairos_registrar::Run;
 use maud::{html, Markup};
@@ -72,8 +72,9 @@ impl Day {
                 continue;
             };
             counts[i][kind(run.status)] += 1;
-            if let Some(published) = run.published_at {
-                let ms = (published - run.fire_at).num_milliseconds().max(0);
+            let planned = run.source == RunSource::Schedule && run.attempt == 1;
+            if let (Some(published), true) = (run.published_at, planned) {
+                let ms = (published - run.run_at).num_milliseconds().max(0);
                 drifts[i].push(ms as f64);
             }
         }
@@ -152,10 +153,10 @@ pub(crate) fn render(day: &Day, scope: Option<&str>, note: Option<Markup>) -> Ma
             figure.chart #drift-chart data-points=(published) {
                 figcaption {
                     @if let Some(scope) = scope { (scope) ", f" } @else { "F" }
-                    "ire drift per hour, last 24 h (publish time minus fire time; dot: largest, bar: median): "
+                    "ire drift per hour, last 24 h (publish time minus planned tick, scheduled runs' first attempts, as kairos_fire_drift_seconds; dot: largest, bar: median): "
                     @match max {
-                        Some(max) => { "at most " (ms(max)) " over " (published) @if published == 1 { " run" } @else { " runs" } }
-                        None => { "no run published" }
+                        Some(max) => { "at most " (ms(max)) " over " (published) @if published == 1 { " tick" } @else { " ticks" } }
+                        None => { "no scheduled tick published" }
                     }
                 }
                 (drift_marks(&day.drift))
