@@ -49,9 +49,24 @@ fn scalar(value: &Value) -> String {
     }
 }
 
+/// Most characters of an executor's error a runs table shows.
+const ERROR_CHARS: usize = 120;
+
+/// The first line of `text`, cut to [`ERROR_CHARS`] characters (with `…` when cut).
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > ERROR_CHARS {
+        let cut: String = line.chars().take(ERROR_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
 /// The columns of [`runs_table`]: (header, field of a run).
-const RUN_COLUMNS: [(&str, &str); 7] = [
+const RUN_COLUMNS: [(&str, &str); 8] = [
     ("RUN_AT", "run_at"),
+    ("SCHEDULE", "schedule_id"),
     ("STATUS", "status"),
     ("SOURCE", "source"),
     ("ATTEMPT", "attempt"),
@@ -61,12 +76,17 @@ const RUN_COLUMNS: [(&str, &str); 7] = [
 ];
 
 /// `{runs: [...]}` as a table, newest first as the API answered, one run per line; the
-/// reason (or, failing that, the last error, then why it is late) last because it is the
-/// longest. "no runs" when
-/// the list is empty.
+/// reason last because it is the longest: for a failed or timed-out run the executor's
+/// error itself (its first line, at most [`ERROR_CHARS`] characters; `--json` has it
+/// whole), else the reason, the last error, then why it is late. "no runs" when the list
+/// is empty.
 pub fn runs_table(body: &Value) -> String {
     let runs = body["runs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let failed = |run: &Value| matches!(run["status"].as_str(), Some("FAILED" | "TIMED_OUT"));
     let cell = |run: &Value, field: &str| match (field, &run[field]) {
+        ("reason", _) if failed(run) && run["last_error"].is_string() => {
+            first_line(run["last_error"].as_str().unwrap_or_default())
+        }
         ("reason", Value::Null) if run["last_error"].is_null() => scalar(&run["late_reason"]),
         ("reason", Value::Null) => scalar(&run["last_error"]),
         (_, value) => scalar(value),
@@ -289,5 +309,39 @@ mod tests {
              2026-03-08T09:00:00Z  FAILED   manual    2        -             cd34  dag missing\n"
         );
         assert_eq!(runs_table(&json!({"runs": []})), "no runs\n");
+    }
+}
+
+#[cfg(test)]
+mod run_table_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_failed_run_shows_its_schedule_and_the_executors_error_itself() {
+        let long = "x".repeat(200);
+        let body = json!({"runs": [
+            {"run_at": "2026-03-09T07:00:00Z", "schedule_id": "nightly", "status": "FAILED",
+             "source": "schedule", "attempt": 2, "published_at": null, "idempotency_key": "k1",
+             "reason": "executor reported FAILED", "last_error": "disk full\nat step 3"},
+            {"run_at": "2026-03-09T06:00:00Z", "schedule_id": "nightly", "status": "TIMED_OUT",
+             "source": "schedule", "attempt": 1, "published_at": null, "idempotency_key": "k2",
+             "reason": "timed out", "last_error": long},
+        ]});
+        let table = runs_table(&body);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].starts_with("RUN_AT") && lines[0].contains("SCHEDULE"),
+            "{table}"
+        );
+        assert!(
+            lines[1].contains("nightly") && lines[1].ends_with("disk full"),
+            "{table}"
+        );
+        assert!(!table.contains("executor reported FAILED"), "{table}");
+        assert!(
+            lines[2].ends_with(&format!("{}…", "x".repeat(120))),
+            "{table}"
+        );
     }
 }

@@ -66,8 +66,11 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     assert_eq!(lines.len(), 2, "{runs}");
     assert!(lines[0].starts_with("RUN_AT"), "{runs}");
     let cells: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!((cells[1], cells[2], cells[3]), ("PENDING", "manual", "1"));
-    let key = cells[5];
+    assert_eq!(
+        (cells[1], cells[2], cells[3], cells[4]),
+        ("s1", "PENDING", "manual", "1")
+    );
+    let key = cells[6];
     let everywhere = stdout(&kairos(port, &["runs", "list", "--source", "manual"]));
     assert!(
         everywhere.contains(key),

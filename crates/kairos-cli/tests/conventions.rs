@@ -199,7 +199,7 @@ fn global_flags_tables_json_and_workflows_against_a_real_serve() {
     ]);
     let rows = table(&run);
     assert_eq!(rows[0][0], "RUN_AT", "{run}");
-    assert_eq!(rows[1][1..3], ["PENDING", "manual"], "{run}");
+    assert_eq!(rows[1][1..4], ["s1", "PENDING", "manual"], "{run}");
     let run = json(&ok(&[
         "schedules",
         "trigger",
