@@ -69,7 +69,7 @@ pub use overview::{
 };
 pub use paused_ticks::{record_paused_ticks, PausedTicks, PAUSED_SCHEDULES_PER_PASS};
 pub use pauses::{resume_ended_pauses, PauseChange, Resumed, PAUSE_ENDED_BY};
-pub use restage::{restage, Kept};
+pub use restage::{restage, Restaged};
 pub use rules::{rfc3339, RulesInput};
 pub use run_listing::{Phase, RunQuery};
 pub use runs::{Backfilled, Triggered, BACKFILL_MAX_TICKS};

@@ -23,7 +23,7 @@ use crate::timetables::timetable_with;
 
 /// A run [`restage`] kept: when it fires and what it launches.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub struct Restaged {
     /// Its `fire_at`.
     pub fire_at: DateTime<Utc>,
     /// The workflow it launches.
@@ -45,7 +45,7 @@ pub async fn restage(
     tx: &mut Tx,
     left_behind: &[Claimed],
     now: DateTime<Utc>,
-) -> Result<HashMap<String, Kept>> {
+) -> Result<HashMap<String, Restaged>> {
     if left_behind.is_empty() {
         return Ok(HashMap::new());
     }
@@ -64,7 +64,7 @@ pub async fn restage(
     names.sort();
     names.dedup();
     let calendars = rules::load(tx, &names).await?;
-    let mut kept: HashMap<String, Kept> = HashMap::new();
+    let mut kept: HashMap<String, Restaged> = HashMap::new();
     let mut following = Vec::new();
     let mut cancelled: HashMap<&str, Vec<String>> = HashMap::new();
     for run in left_behind {
@@ -75,7 +75,7 @@ pub async fn restage(
             Some(schedule)
                 if run.source != RunSource::Schedule || run.run_at < schedule.updated_at =>
             {
-                let as_it_was = Kept {
+                let as_it_was = Restaged {
                     fire_at: run.fire_at,
                     workflow_id: run.workflow_id.clone(),
                     version: run.version,
@@ -90,7 +90,7 @@ pub async fn restage(
                 if still_a_tick {
                     let jitter = u32::try_from(schedule.jitter_ms).unwrap_or(0);
                     let tick = RunKey::tick(&run.schedule_id, run.run_at);
-                    let current = Kept {
+                    let current = Restaged {
                         fire_at: run.run_at + jitter_offset(&tick, jitter),
                         workflow_id: schedule.workflow_id.clone(),
                         version: schedule.version,
@@ -128,7 +128,7 @@ pub async fn restage(
 async fn skip_kept(
     tx: &mut Tx,
     left_behind: &[Claimed],
-    kept: &mut HashMap<String, Kept>,
+    kept: &mut HashMap<String, Restaged>,
     now: DateTime<Utc>,
 ) -> Result<()> {
     let ticks: Vec<&Claimed> = left_behind

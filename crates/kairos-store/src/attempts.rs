@@ -288,14 +288,14 @@ async fn lock(tx: &mut PgConnection, key: &str) -> Result<Option<Run>> {
 }
 
 /// Filters of [`dead_letters`].
-pub type DeadLetterFilter = crate::marked::MarkedFilter;
+pub type DeadLetterFilter = crate::marked_runs::MarkedFilter;
 
 /// Dead-lettered runs, newest first (keyset pagination on the partial index).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn dead_letters(db: impl PgExecutor<'_>, filter: &DeadLetterFilter) -> Result<Vec<Run>> {
-    crate::marked::list(db, crate::marked::Mark::DeadLettered, filter).await
+    crate::marked_runs::list(db, crate::marked_runs::Mark::DeadLettered, filter).await
 }
 
 /// Locks up to `limit` dead letters not yet published to the DLQ stream (skipping those

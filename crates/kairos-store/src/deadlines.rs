@@ -117,7 +117,7 @@ pub async fn overdue(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<i64>
 }
 
 /// Filters of [`late_runs`].
-pub type LateFilter = crate::marked::MarkedFilter;
+pub type LateFilter = crate::marked_runs::MarkedFilter;
 
 /// Late runs, newest mark first (keyset pagination on the partial index
 /// `schedule_runs_late`).
@@ -125,5 +125,5 @@ pub type LateFilter = crate::marked::MarkedFilter;
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn late_runs(db: impl PgExecutor<'_>, filter: &LateFilter) -> Result<Vec<Run>> {
-    crate::marked::list(db, crate::marked::Mark::Late, filter).await
+    crate::marked_runs::list(db, crate::marked_runs::Mark::Late, filter).await
 }

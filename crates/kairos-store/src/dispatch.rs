@@ -101,17 +101,17 @@ impl Claimed {
 /// What a round's claim had seen of the schedule writes: the snapshot its transaction took
 /// before claiming. A write not visible in it may have skipped the claimed runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seen(String);
+pub struct WriteSnapshot(String);
 
 /// The snapshot to take, in the claim's transaction, just before claiming.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
-pub async fn seen(tx: &mut PgConnection) -> Result<Seen> {
+pub async fn write_snapshot(tx: &mut PgConnection) -> Result<WriteSnapshot> {
     let snapshot: String = sqlx::query_scalar("select pg_current_snapshot()::text")
         .fetch_one(&mut *tx)
         .await?;
-    Ok(Seen(snapshot))
+    Ok(WriteSnapshot(snapshot))
 }
 
 /// The schedules written (updated, inserted or deleted) by transactions that have committed
@@ -120,7 +120,10 @@ pub async fn seen(tx: &mut PgConnection) -> Result<Seen> {
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
-pub async fn written_since(db: impl PgExecutor<'_>, seen: &Seen) -> Result<HashSet<String>> {
+pub async fn written_since(
+    db: impl PgExecutor<'_>,
+    seen: &WriteSnapshot,
+) -> Result<HashSet<String>> {
     let ids: Vec<String> = sqlx::query_scalar(
         "select distinct unnest(schedule_ids) from schedule_writes \
          where not pg_visible_in_snapshot(xid, $1::pg_snapshot)",

@@ -13,6 +13,7 @@
 pub use sqlx::PgPool;
 
 pub mod attempts;
+pub mod backlog;
 pub mod calendars;
 pub mod cancel;
 pub mod chains;
@@ -20,8 +21,7 @@ pub mod deadlines;
 pub mod dispatch;
 mod groups;
 pub mod history;
-pub mod marked;
-pub mod outbox;
+pub mod marked_runs;
 mod outcome;
 pub mod overview;
 pub mod partitions;

@@ -32,9 +32,9 @@
 //! start or a planner pass). Runs whose time ran out after their launch, and waves left
 //! unacknowledged, are the sweeper's (`crate::sweep`).
 
-mod ahead;
 mod clock;
 mod decide;
+mod decide_ahead;
 mod lanes;
 mod launch;
 mod release;
@@ -156,7 +156,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let mut tx = Tx::begin(&self.pool).await?;
         let now = kairos_store::now(&mut *tx, None).await?;
         let deadline = self.config.launch_deadline.as_secs_f64();
-        let seen = dispatch::seen(&mut tx).await?;
+        let seen = dispatch::write_snapshot(&mut tx).await?;
         let Some(claimed) = dispatch::claim_key(&mut tx, key, now, deadline).await? else {
             return Ok(Round::default());
         };

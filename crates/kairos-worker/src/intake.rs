@@ -7,13 +7,13 @@
 
 mod applier;
 mod cancel;
-mod fold;
-mod held;
+mod decide_reports;
+mod held_reports;
 mod replicated;
 mod spans;
 
 pub use cancel::MAX_REASON_TEXT;
-pub use fold::Item;
+pub use decide_reports::Item;
 
 use std::sync::{Arc, OnceLock};
 

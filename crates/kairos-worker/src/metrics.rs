@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use kairos_store::outbox::Backlog;
+use kairos_store::backlog::Backlog;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
 
 /// Histogram: seconds from a planner tick's `run_at` to the PubAck of its launch message
@@ -481,7 +481,7 @@ pub async fn refresh_backlog(
     pool: &kairos_store::PgPool,
     lookahead: Duration,
 ) -> kairos_store::Result<Backlog> {
-    let backlog = kairos_store::outbox::backlog(pool, lookahead.as_secs_f64(), None).await?;
+    let backlog = kairos_store::backlog::backlog(pool, lookahead.as_secs_f64(), None).await?;
     record_backlog(&backlog);
     Ok(backlog)
 }

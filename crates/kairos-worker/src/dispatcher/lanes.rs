@@ -34,7 +34,7 @@ pub(super) struct Held {
     tx: Tx,
     claimed: Vec<Claimed>,
     /// What the claim had seen of schedule writes.
-    seen: dispatch::Seen,
+    seen: dispatch::WriteSnapshot,
     clock: DbClock,
     started: BatchTimer,
     /// The lane it occupies; freed when the round ends, whatever its outcome.
@@ -269,7 +269,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let due_by = now + TimeDelta::from_std(lead).unwrap_or_default();
         let deadline = self.config.launch_deadline.as_secs_f64();
         let limit = self.config.batch_size;
-        let seen = dispatch::seen(&mut tx).await?;
+        let seen = dispatch::write_snapshot(&mut tx).await?;
         let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
         if claimed.is_empty() {
             return Ok((due_by, None));

@@ -8,10 +8,10 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;
-use kairos_store::dispatch::{self, Claimed, RunSpan, Seen};
+use kairos_store::dispatch::{self, Claimed, RunSpan, WriteSnapshot};
 use kairos_store::Tx;
 
-use super::ahead::Ahead;
+use super::decide_ahead::DecidedAhead;
 use super::stage::Staged;
 use super::Result;
 
@@ -26,9 +26,9 @@ pub(super) async fn restage(
     tx: &mut Tx,
     wave: Vec<Claimed>,
     waiting: &mut Vec<Claimed>,
-    seen: &Seen,
+    seen: &WriteSnapshot,
     now: DateTime<Utc>,
-    (ahead, staged, span): (&mut Ahead, &mut Staged, RunSpan),
+    (ahead, staged, span): (&mut DecidedAhead, &mut Staged, RunSpan),
 ) -> Result<(Vec<Claimed>, usize)> {
     let written = dispatch::written_since(&mut **tx, seen).await?;
     ahead.forget(&written);

@@ -10,11 +10,13 @@ use chrono::{DateTime, Utc};
 use kairos_core::{OverlapPolicy, RunSource, RunStatus};
 use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::waves::{self, Wave};
-use kairos_store::dispatch::{self, Claimed, Outcome, RunSpan, Seen, Settled, Unlaunchable};
+use kairos_store::dispatch::{
+    self, Claimed, Outcome, RunSpan, Settled, Unlaunchable, WriteSnapshot,
+};
 use kairos_store::Tx;
 
-use super::ahead::{self, Ahead};
 use super::decide::{decide, Decision};
+use super::decide_ahead::{self, DecidedAhead};
 use super::release::Release;
 use super::restage::restage;
 use super::stage::Staged;
@@ -74,7 +76,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         &self,
         mut tx: Tx,
         claimed: Vec<Claimed>,
-        seen: &Seen,
+        seen: &WriteSnapshot,
         release: Release,
     ) -> Result<Round> {
         let Some(span) = RunSpan::of(&claimed) else {
@@ -239,10 +241,15 @@ impl<L: RunLauncher> Dispatcher<L> {
 
     /// The overlap decisions for `runs` (dispatch locks taken on their exclusive schedules,
     /// those taken `ahead` kept, and blockers read for every one not read clear ahead).
-    async fn decide(&self, tx: &mut Tx, runs: &[Claimed], ahead: Ahead) -> Result<Vec<Decision>> {
+    async fn decide(
+        &self,
+        tx: &mut Tx,
+        runs: &[Claimed],
+        ahead: DecidedAhead,
+    ) -> Result<Vec<Decision>> {
         let exclusive: HashSet<String> = runs
             .iter()
-            .filter(|run| ahead::exclusive(run))
+            .filter(|run| decide_ahead::exclusive(run))
             .map(|run| run.schedule_id.clone())
             .collect();
         let (mut held, mut blockers) = ahead.take(&exclusive);

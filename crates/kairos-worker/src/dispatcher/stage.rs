@@ -18,8 +18,8 @@ use kairos_core::{OverlapPolicy, RunStatus};
 use kairos_store::dispatch::{waves, Claimed, RunSpan};
 use kairos_store::Tx;
 
-use super::ahead::{self, Ahead};
 use super::decide::{decide, Decision};
+use super::decide_ahead::{self, DecidedAhead};
 use super::release::Release;
 use super::Result;
 use crate::priority::Launching;
@@ -46,14 +46,14 @@ impl Staged {
     pub(super) async fn record(
         tx: &mut Tx,
         waiting: &[Claimed],
-        ahead: &Ahead,
+        ahead: &DecidedAhead,
         release: &Release,
         span: RunSpan,
     ) -> Result<Staged> {
         let Some(first) = waiting.iter().map(|run| run.fire_at).min() else {
             return Ok(Staged::default());
         };
-        if !ahead::prestaged(first, release) {
+        if !decide_ahead::prestaged(first, release) {
             return Ok(Staged::default());
         }
         let per_schedule = per_schedule(waiting);

@@ -26,8 +26,8 @@ use kairos_store::status::{self, Applied};
 use kairos_store::{PgPool, Tx};
 use tokio::sync::{mpsc, oneshot};
 
-use super::fold::{fold, Answer, Item};
-use super::held::{Held, Keyed};
+use super::decide_reports::{decide_reports, Answer, Item};
+use super::held_reports::{Held, Keyed};
 use super::Error;
 use crate::crash::crash_point;
 use crate::metrics;
@@ -104,7 +104,7 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
     let mut polled = Instant::now();
     let mut open = true;
     loop {
-        if held.polling() && polled.elapsed() >= super::held::HOLDER_POLL {
+        if held.polling() && polled.elapsed() >= super::held_reports::HOLDER_POLL {
             poll_holders(&pool, &mut held).await;
             polled = Instant::now();
         }
@@ -248,7 +248,7 @@ async fn apply_once(pool: &PgPool, items: &[Item]) -> Result<Vec<Answer>, kairos
     keys.dedup();
     let mut tx = Tx::begin(pool).await?;
     let mut locked = status::lock(&mut tx, &keys, None).await?;
-    let folded = fold(&mut locked, items);
+    let folded = decide_reports(&mut locked, items);
     status::write(&mut tx, &folded.writes, locked.now).await?;
     crash_point("intake_before_commit");
     tx.commit().await?;

@@ -1,15 +1,15 @@
 //! Deciding ahead: the dispatch locks and blockers of a pre-staged wave's exclusive
 //! schedules, taken while the round waits for the wave's tick instead of at it.
 //!
-//! At a burst's tick every round of every instance decides at once, and for exclusive
-//! schedules that was two statements over every schedule of the wave (its lock, then what
-//! it has in flight or queued) before the first publish. Now, ahead of the tick:
+//! At a burst's tick every round of every instance decides at once; for exclusive schedules
+//! deciding means two statements over every schedule of the wave (its lock, then what it has
+//! in flight or queued) before the first publish. So, ahead of the tick:
 //! - a clear schedule (nothing in flight, nothing queued, no `PENDING` run due before the
 //!   wave) is locked, and its blockers read again under the lock. Clear then, it stays
 //!   clear until the tick: only a dispatcher holding its lock moves one of its runs in
 //!   flight or to `QUEUED`. A write to it since the claim (restaged at the tick) drops what
 //!   was read ahead;
-//! - any other schedule is left to be locked and read at the tick, as before. Holding its
+//! - any other schedule is left to be locked and read at the tick. Holding its
 //!   lock until then would hold back what may go out meanwhile: a queued run released, an
 //!   earlier run another round holds.
 //!
@@ -34,14 +34,14 @@ const AHEAD_MIN: Duration = Duration::from_millis(200);
 
 /// What a round took and read before its next wave's tick.
 #[derive(Debug, Default)]
-pub(super) struct Ahead {
+pub(super) struct DecidedAhead {
     /// Exclusive schedules whose dispatch lock the round's transaction took ahead.
     held: HashSet<String>,
     /// Of `held`: those still clear when read again under the lock (nearly all).
     clear: HashMap<String, Blockers>,
 }
 
-impl Ahead {
+impl DecidedAhead {
     /// Forgets the blockers read ahead for schedules written since the claim: their runs
     /// are restaged, and their limits read again at the tick.
     pub(super) fn forget(&mut self, written: &HashSet<String>) {
@@ -64,7 +64,7 @@ impl Ahead {
     }
 }
 
-impl Ahead {
+impl DecidedAhead {
     /// Whether the schedule `id` was locked and read clear ahead, and still stands so.
     pub(super) fn is_clear(&self, id: &str) -> bool {
         self.clear.contains_key(id)
@@ -102,12 +102,12 @@ impl<L: RunLauncher> Dispatcher<L> {
         tx: &mut Tx,
         waiting: &[Claimed],
         release: &Release,
-    ) -> Result<Ahead> {
+    ) -> Result<DecidedAhead> {
         let Some(first) = waiting.iter().map(|run| run.fire_at).min() else {
-            return Ok(Ahead::default());
+            return Ok(DecidedAhead::default());
         };
         if !prestaged(first, release) {
-            return Ok(Ahead::default());
+            return Ok(DecidedAhead::default());
         }
         // A `RETRYING` run holds its schedule already: it is never clear, so it is locked
         // at the tick like any run decided there.
@@ -125,6 +125,6 @@ impl<L: RunLauncher> Dispatcher<L> {
             .into_iter()
             .filter(|(_, blockers)| blockers.clear())
             .collect();
-        Ok(Ahead { held, clear })
+        Ok(DecidedAhead { held, clear })
     }
 }

@@ -43,7 +43,7 @@ pub(crate) struct Folded {
 }
 
 /// Decides `items` in order against `locked`.
-pub(crate) fn fold(locked: &mut Locked, items: &[Item]) -> Folded {
+pub(crate) fn decide_reports(locked: &mut Locked, items: &[Item]) -> Folded {
     let now = locked.now;
     let busy: HashSet<&str> = locked.busy.iter().map(String::as_str).collect();
     let mut changed: HashSet<String> = HashSet::new();
