@@ -21,12 +21,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use kairos_core::{OverlapPolicy, RunStatus};
-use kairos_launcher::RunLauncher;
 use kairos_store::dispatch::{self, Blockers, Claimed};
 use kairos_store::Tx;
 
 use super::release::Release;
-use super::{Dispatcher, Result};
+use super::Result;
 
 /// A wave due sooner than this is decided at once, at its tick: deciding ahead would gain
 /// nothing and cost a statement.
@@ -93,12 +92,11 @@ pub(super) fn exclusive(run: &Claimed) -> bool {
     run.overlap_policy != OverlapPolicy::Allow || run.exclusive
 }
 
-impl<L: RunLauncher> Dispatcher<L> {
-    /// Locks and reads ahead the exclusive schedules of the next wave of `waiting` (the
-    /// runs due at the earliest `fire_at`), when that wave is pre-staged: due at least
-    /// [`AHEAD_MIN`] from now on the database's clock. Nothing otherwise.
-    pub(super) async fn decide_ahead(
-        &self,
+impl DecidedAhead {
+    /// Locks and reads ahead, in the round's `tx`, the exclusive schedules of the next wave
+    /// of `waiting` (the runs due at the earliest `fire_at`), when that wave is pre-staged:
+    /// due at least [`AHEAD_MIN`] from now on the database's clock. Nothing otherwise.
+    pub(super) async fn read(
         tx: &mut Tx,
         waiting: &[Claimed],
         release: &Release,

@@ -90,7 +90,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
         // Cancels asked in a transaction not committed yet: sent after its commit.
         let mut unsent_cancels = 0;
-        let mut ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
+        let mut ahead = DecidedAhead::read(&mut tx, &waiting, &release).await?;
         let mut staged = Staged::record(&mut tx, &waiting, &ahead, &release, span).await?;
         while let Some(wave) = release.next_wave(&mut waiting).await {
             // This process's status intake steps aside until the wave is out.
@@ -163,7 +163,7 @@ impl<L: RunLauncher> Dispatcher<L> {
             outcomes.extend(launched);
             outcomes.extend(recorded);
             if !waiting.is_empty() {
-                ahead = self.decide_ahead(&mut tx, &waiting, &release).await?;
+                ahead = DecidedAhead::read(&mut tx, &waiting, &release).await?;
                 staged = Staged::record(&mut tx, &waiting, &ahead, &release, span).await?;
             }
         }
