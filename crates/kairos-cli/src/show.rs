@@ -295,18 +295,18 @@ mod tests {
     #[test]
     fn runs_table_aligns_columns_and_falls_back_to_the_last_error() {
         let body = json!({"runs": [
-            {"run_at": "2026-03-08T10:00:00Z", "status": "SKIPPED", "source": "schedule",
-             "attempt": 1, "published_at": null, "idempotency_key": "ab12",
+            {"run_at": "2026-03-08T10:00:00Z", "schedule_id": "s1", "status": "SKIPPED",
+             "source": "schedule", "attempt": 1, "published_at": null, "idempotency_key": "ab12",
              "reason": "overlap skip: run cd34 is in flight", "last_error": null},
-            {"run_at": "2026-03-08T09:00:00Z", "status": "FAILED", "source": "manual",
-             "attempt": 2, "published_at": null, "idempotency_key": "cd34",
+            {"run_at": "2026-03-08T09:00:00Z", "schedule_id": "s1", "status": "FAILED",
+             "source": "manual", "attempt": 2, "published_at": null, "idempotency_key": "cd34",
              "reason": null, "last_error": "dag missing"},
         ]});
         assert_eq!(
             runs_table(&body),
-            "RUN_AT                STATUS   SOURCE    ATTEMPT  PUBLISHED_AT  KEY   REASON\n\
-             2026-03-08T10:00:00Z  SKIPPED  schedule  1        -             ab12  overlap skip: run cd34 is in flight\n\
-             2026-03-08T09:00:00Z  FAILED   manual    2        -             cd34  dag missing\n"
+            "RUN_AT                SCHEDULE  STATUS   SOURCE    ATTEMPT  PUBLISHED_AT  KEY   REASON\n\
+             2026-03-08T10:00:00Z  s1        SKIPPED  schedule  1        -             ab12  overlap skip: run cd34 is in flight\n\
+             2026-03-08T09:00:00Z  s1        FAILED   manual    2        -             cd34  dag missing\n"
         );
         assert_eq!(runs_table(&json!({"runs": []})), "no runs\n");
     }
