@@ -44,8 +44,7 @@ async fn with_schedule(overlap_policy: &str) -> (TestDb, Router) {
         "schedule_id": "s1", "workflow_id": "wf", "version": 1, "user_id": "u",
         "cron_expr": "30 * * * *", "timezone": "UTC", "overlap_policy": overlap_policy,
     });
-    let (status, answer) = post(&api, "/schedules/upsert", body).await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(&api, body).await;
     (db, api)
 }
 

@@ -21,15 +21,7 @@ async fn upsert(api: &Router, id: &str, workflow: &str) {
         "schedule_id": id, "workflow_id": workflow, "version": 1, "user_id": "u",
         "cron_expr": "0 * * * *", "timezone": "UTC",
     });
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(api, body).await;
 }
 
 /// A run of `schedule` at `run_at` in `status`, as `source`; its key.

@@ -45,15 +45,7 @@ async fn deployed() -> (TestDb, Router) {
         "schedule_id": "s1", "workflow_id": "billing-Nightly", "version": 2, "user_id": "u",
         "cron_expr": "0 * * * *", "timezone": "UTC",
     });
-    let (status, _, answer) = call(
-        &api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(schedule),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(&api, schedule).await;
     (db, api)
 }
 

@@ -150,6 +150,19 @@ pub fn seed_body() -> Value {
     })
 }
 
+/// Upserts the schedule `body` through the API as the deployer; it must be new (201).
+pub async fn upsert_new(router: &Router, body: Value) {
+    let (status, _, answer) = call(
+        router,
+        Method::POST,
+        "/schedules/upsert",
+        Some(DEPLOYER),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+}
+
 /// Stores workflow `id` version `version` (a one-node DAG) through the API, as a compiler
 /// deploys a version before it upserts schedules that name it.
 pub async fn deploy_workflow(router: &Router, id: &str, version: i64) {
