@@ -89,9 +89,7 @@ impl Registrar {
             .await?
             .ok_or_else(|| not_found(schedule_id))?;
         let key = RunKey::manual(schedule_id, request_id);
-        if runs::get(&mut *tx, key.as_str()).await?.is_none() {
-            refuse_if_skipped(&mut tx, &schedule, overlap).await?;
-        }
+        let policy = overlap.unwrap_or(schedule.overlap_policy);
         let run = NewRun {
             idempotency_key: key.as_str().to_string(),
             schedule_id: schedule.schedule_id,
@@ -138,6 +136,9 @@ impl Registrar {
             }
         }
         if created {
+            // A new run that overlap `skip` would only skip is refused: the transaction is
+            // dropped uncommitted, so the insert above is not kept.
+            refuse_if_skipped(&mut tx, &stored.schedule_id, policy).await?;
             wakeups::runs_due(&mut *tx).await?;
             let subject = Subject::run(key.as_str(), &stored.schedule_id, &stored.workflow_id);
             let mut fields = vec![FieldChange::new("run", FieldValue::Null, key.as_str())];
@@ -266,21 +267,18 @@ fn overlap_override(text: Option<&str>) -> Result<Option<OverlapPolicy>> {
 }
 
 /// Refuses a new trigger that its overlap policy would only skip: under `skip` (the
-/// schedule's, or the trigger's own), while the schedule's runs in flight fill it
-/// (`max_in_flight`, else one). Nothing is written; the answer names the run in flight and
-/// how to run anyway. A run that goes in flight after this check is still decided at launch.
+/// schedule's, or the trigger's own: `policy`), while the schedule's runs in flight fill it
+/// (`max_in_flight`, else one). The caller drops its transaction, so nothing is written;
+/// the answer names the run in flight and how to run anyway. A run that goes in flight
+/// after this check is still decided at launch.
 ///
 /// # Errors
 /// [`Error::Conflict`]; [`Error::Store`].
-async fn refuse_if_skipped(
-    tx: &mut Tx,
-    schedule: &kairos_core::Schedule,
-    overlap: Option<OverlapPolicy>,
-) -> Result<()> {
-    if overlap.unwrap_or(schedule.overlap_policy) != OverlapPolicy::Skip {
+async fn refuse_if_skipped(tx: &mut Tx, schedule_id: &str, policy: OverlapPolicy) -> Result<()> {
+    if policy != OverlapPolicy::Skip {
         return Ok(());
     }
-    let id = schedule.schedule_id.clone();
+    let id = schedule_id.to_string();
     let found = dispatch::blockers(tx, std::slice::from_ref(&id)).await?;
     let Some(blockers) = found.get(&id) else {
         return Ok(());
