@@ -62,7 +62,9 @@ pub use input::{
     derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
     MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
-pub use kairos_core::{Attempt, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats, Skip};
+pub use kairos_core::{
+    Attempt, AttemptLog, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats, Skip,
+};
 pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,
