@@ -69,7 +69,10 @@ pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
-pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
+pub use spec::{
+    weekday_name, Chain, ChainOn, CronExpr, CronField, CronItem, EveryPart, EveryUnit, JobKind,
+    Spec, SpecError, HORIZON_YEAR, MIN_YEAR,
+};
 pub use stored::{paused_reason, skip_reason, Skip};
 pub use stored::{
     Attempt, Calendar, CalendarRules, FailurePolicy, Run, RunFilter, RunRef, Schedule,
