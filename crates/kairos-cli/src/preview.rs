@@ -103,7 +103,7 @@ fn instant(flag: &str, text: &str) -> Result<DateTime<Utc>, String> {
 }
 
 fn fire_times(args: &Args) -> Result<Vec<String>, String> {
-    let spec = Spec::parse(&args.expr).map_err(|err| err.to_string())?;
+    let spec = kairos_registrar::parse_spec(&args.expr).map_err(|err| err.to_string())?;
     let zone = parse_zone(&args.tz).map_err(|err| err.to_string())?;
     let after = match &args.after {
         Some(text) => instant("--after", text)?,

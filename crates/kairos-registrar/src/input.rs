@@ -271,8 +271,8 @@ pub fn derived_schedule_id(workflow_id: &str, cron_expr: &str, timezone: &str) -
 }
 
 /// Parses a schedule spec (a `cron_expr`) as every upsert and preview does. The crates above
-/// the registrar (the operator page) read a spec through this, never through the core's
-/// parser directly, so there is one way a stored spec is read.
+/// the registrar (the operator page, the offline `kairos preview`) read a spec through this,
+/// never through the core's parser directly, so there is one way a spec is read.
 ///
 /// # Errors
 /// The parser's [`kairos_core::SpecError`], naming the field, the value and the rule.
