@@ -10,10 +10,12 @@ mod cancel;
 mod decide_reports;
 mod held_reports;
 mod replicated;
+mod report;
 mod spans;
 
 pub use cancel::MAX_REASON_TEXT;
 pub use decide_reports::Item;
+pub use report::{Applied, StatusReport};
 
 use std::sync::{Arc, OnceLock};
 
@@ -25,7 +27,6 @@ use kairos_core::{
 use kairos_launcher::status::{Disposition, StatusMessage};
 use kairos_registrar::fields::Fields;
 use kairos_store::dispatch::{self, ApiRun};
-use kairos_store::status::{Applied, StatusReport};
 use kairos_store::{runs, wakeups, PgPool, Tx};
 use serde_json::Value;
 

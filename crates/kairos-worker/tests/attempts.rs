@@ -15,11 +15,11 @@ use dispatcher_support::{
 use kairos_core::RunStatus;
 use kairos_launcher::status::read_stream;
 use kairos_registrar::{DeadLetterQuery, Registrar, Settings};
-use kairos_store::status::{Applied, StatusReport};
 use kairos_store::{runs, PgPool};
 use kairos_testkit::{sqlx, TestDb};
 use kairos_worker::dispatcher::Dispatcher;
 use kairos_worker::intake::{parse_report, Intake};
+use kairos_worker::intake::{Applied, StatusReport};
 use kairos_worker::sweep::{SweepConfig, Sweeper};
 use serde_json::json;
 

@@ -31,7 +31,7 @@ fn intake(pool: &PgPool, dispatcher: &Arc<Dispatcher<NatsLauncher>>) -> Intake {
     intake
 }
 
-async fn say(intake: &Intake, key: &str, body: Value) -> kairos_store::status::Applied {
+async fn say(intake: &Intake, key: &str, body: Value) -> kairos_worker::intake::Applied {
     let report = parse_report(key, &body).expect("a valid report");
     intake.report(key, &report).await.expect("recorded")
 }

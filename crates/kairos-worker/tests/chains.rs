@@ -12,10 +12,10 @@ use dispatcher_support::{config, drain, key, nats, run, stream_ids, until, workf
 use kairos_core::{Run, RunSource, RunStatus};
 use kairos_registrar::{Registrar, ScheduleInput, Settings};
 use kairos_store::runs;
-use kairos_store::status::StatusReport;
 use kairos_store::PgPool;
 use kairos_testkit::{sqlx, TestDb};
 use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::StatusReport;
 use kairos_worker::intake::{parse_report, Intake};
 use serde_json::json;
 use sha2::{Digest, Sha256};

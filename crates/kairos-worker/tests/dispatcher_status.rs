@@ -13,9 +13,9 @@ use dispatcher_support::{
 };
 use kairos_core::{Reported, RunStatus};
 use kairos_launcher::status::{publish_status, read_stream, STATUS_STREAM};
-use kairos_store::status::{Applied, StatusReport};
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::{Applied, StatusReport};
 use kairos_worker::intake::{Error, Intake, StartRequest};
 use serde_json::json;
 

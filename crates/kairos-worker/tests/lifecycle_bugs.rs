@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use dispatcher_support::{config, drain, key, nats, report, run, schedule, statuses, workflow};
 use kairos_core::{Reported, RunStatus};
-use kairos_store::status::Applied;
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::Dispatcher;
+use kairos_worker::intake::Applied;
 
 /// Moves a run's `fire_at` (and tick) `seconds` into the past, as if it had waited that long.
 async fn age(pool: &PgPool, key: &str, seconds: i32) {

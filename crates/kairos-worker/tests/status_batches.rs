@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use dispatcher_support::{field, key, run, schedule, workflow};
 use kairos_core::{Reported, RunStatus};
-use kairos_store::status::{Applied, StatusReport};
 use kairos_store::PgPool;
 use kairos_testkit::{sqlx, TestDb};
+use kairos_worker::intake::{Applied, StatusReport};
 use kairos_worker::intake::{Intake, Item};
 
 fn report(status: Reported, executor: &str) -> StatusReport {

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
-use kairos_store::status::Applied;
+use kairos_worker::intake::Applied;
 use kairos_worker::intake::{self, Item};
 use serde_json::{json, Value};
 

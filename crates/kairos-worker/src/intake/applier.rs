@@ -22,7 +22,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kairos_store::status::{self, Applied};
+use kairos_store::status;
+
+use super::report::Applied;
 use kairos_store::{PgPool, Tx};
 use tokio::sync::{mpsc, oneshot};
 

@@ -11,9 +11,10 @@ use kairos_core::{
     Verdict,
 };
 use kairos_store::status::{
-    Applied, Changed, FinishedAttempt, Holders, Locked, LockedRun, ReportedLog, StatusReport,
-    Writes,
+    Changed, FinishedAttempt, Holders, Locked, LockedRun, ReportedLog, Writes,
 };
+
+use super::report::{Applied, StatusReport};
 
 /// One report of a batch: the run's key and what was reported.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::report::Applied;
 use kairos_core::trace::{self, SPAN_TARGET};
 use kairos_core::Reported;
-use kairos_store::status::Applied;
 use tracing::Level;
 
 /// When a batch of reports was handed to the applier; `None` when no span is wanted.

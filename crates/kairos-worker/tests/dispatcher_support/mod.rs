@@ -227,8 +227,8 @@ pub async fn report(
     key: &str,
     status: kairos_core::Reported,
     executor: &str,
-) -> kairos_store::status::Applied {
-    let report = kairos_store::status::StatusReport {
+) -> kairos_worker::intake::Applied {
+    let report = kairos_worker::intake::StatusReport {
         status,
         attempt: None,
         retryable: None,
