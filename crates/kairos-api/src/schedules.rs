@@ -24,7 +24,7 @@ use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, ApiError};
 use crate::wire::{
-    dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, SkipBody, UpsertAnswer,
+    dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, SkipBody, UpsertedBody,
 };
 use crate::AppState;
 
@@ -44,7 +44,7 @@ pub(crate) async fn upsert(
     }
     let upserted = state.registrar.acting_as(actor).upsert(&input).await?;
     let location = format!("/schedules/{}", upserted.schedule.schedule_id);
-    let body = Json(UpsertAnswer::of(&upserted.schedule));
+    let body = Json(UpsertedBody::of(&upserted));
     Ok(crate::wire::written(upserted.created, location, body))
 }
 

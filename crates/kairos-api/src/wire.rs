@@ -34,6 +34,38 @@ impl UpsertAnswer {
     }
 }
 
+/// `POST /schedules/upsert`: the upsert's answer and what it did (`created`, `updated`, or
+/// `unchanged` when every field was as stored).
+#[derive(Debug, Serialize)]
+pub(crate) struct UpsertedBody {
+    #[serde(flatten)]
+    pub answer: UpsertAnswer,
+    pub outcome: &'static str,
+}
+
+impl UpsertedBody {
+    pub(crate) fn of(upserted: &kairos_registrar::Upserted) -> UpsertedBody {
+        let outcome = match (upserted.created, upserted.unchanged) {
+            (true, _) => "created",
+            (false, true) => "unchanged",
+            (false, false) => "updated",
+        };
+        UpsertedBody {
+            answer: UpsertAnswer::of(&upserted.schedule),
+            outcome,
+        }
+    }
+}
+
+/// `POST /schedules/{id}/backfill`: how many ticks the range has, how many runs this call
+/// wrote, and how many ticks already had one.
+#[derive(Debug, Serialize)]
+pub(crate) struct BackfillBody {
+    pub ticks: u64,
+    pub created: u64,
+    pub already_present: u64,
+}
+
 /// A schedule as `GET /schedules/{id}` and `GET /schedules` show it.
 #[derive(Debug, Serialize)]
 pub(crate) struct ScheduleBody {

@@ -96,3 +96,47 @@ async fn each_creating_write_names_what_it_created() {
         (StatusCode::OK, None)
     );
 }
+
+/// An upsert says what it did: `created`, then `unchanged` for the same body (nothing
+/// written, the same revision), then `updated` for a changed one (a new revision).
+#[tokio::test]
+async fn an_upsert_answers_created_unchanged_or_updated() {
+    let db = TestDb::new().await;
+    let app = router(db.pool(), "2026-03-09T12:00:00Z");
+    let deploy = json!({"dag": {"nodes": [{"id": "a"}]}});
+    let (status, _) = send(&app, Method::PUT, "/workflows/report/versions/3", &deploy).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let upsert = |body: Value| {
+        let app = app.clone();
+        async move {
+            common::call(
+                &app,
+                Method::POST,
+                "/schedules/upsert",
+                Some(DEPLOYER),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let (status, _, first) = upsert(seed_body()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert_eq!(
+        (first["outcome"].as_str(), first["revision"].as_i64()),
+        (Some("created"), Some(1))
+    );
+    let (status, _, again) = upsert(seed_body()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        (again["outcome"].as_str(), again["revision"].as_i64()),
+        (Some("unchanged"), Some(1))
+    );
+    let mut changed = seed_body();
+    changed["cron_expr"] = json!("0 8 * * *");
+    let (status, _, updated) = upsert(changed).await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_eq!(
+        (updated["outcome"].as_str(), updated["revision"].as_i64()),
+        (Some("updated"), Some(2))
+    );
+}

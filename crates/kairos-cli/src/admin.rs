@@ -290,6 +290,14 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             print_cursor(&body);
         }
         Verb::Skips { .. } => print!("{}", crate::show::skips_table(&body)),
+        Verb::Upsert { .. } => {
+            if let (Some(outcome), Some(id)) =
+                (body["outcome"].as_str(), body["schedule_id"].as_str())
+            {
+                println!("{outcome} schedule {id}");
+            }
+            println!("{}", crate::show::fields(&body));
+        }
         _ => println!("{}", crate::show::fields(&body)),
     }
     Ok(())

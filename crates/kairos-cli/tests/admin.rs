@@ -234,11 +234,22 @@ fn schedules_upsert_trigger_backfill_and_pause_note_go_through_the_api() {
         "nothing stored"
     );
     let stored = stdout(&kairos(port, &["schedules", "upsert", file]));
+    assert_eq!(
+        stored.lines().next(),
+        Some("created schedule s2"),
+        "{stored}"
+    );
     assert!(
         stored
             .lines()
             .any(|l| l.split_whitespace().eq(["revision", "1"])),
         "{stored}"
+    );
+    let again = stdout(&kairos(port, &["schedules", "upsert", file]));
+    assert_eq!(
+        again.lines().next(),
+        Some("unchanged schedule s2"),
+        "{again}"
     );
 
     // Trigger: one run per request id, the override applied; a bad policy is refused.

@@ -32,6 +32,8 @@ pub struct Upserted {
     pub schedule: Schedule,
     /// True when the schedule did not exist before.
     pub created: bool,
+    /// True when every field was as stored: nothing was written, the revision is the same.
+    pub unchanged: bool,
 }
 
 /// A schedule with its next fire times.
@@ -137,6 +139,7 @@ impl Registrar {
         let plan = apply::plan(&checked, existing.as_ref(), now, &self.settings)
             .map_err(|err| plan_error(err, &checked.schedule_id))?;
         let created = matches!(plan, Plan::New(..));
+        let unchanged = matches!(plan, Plan::Unchanged(..));
         let mut stored = apply::apply(tx, vec![plan], now).await?;
         let schedule = stored.pop().expect("one plan, one row");
         let kind = if created {
@@ -146,7 +149,11 @@ impl Registrar {
         };
         let change = self.schedule_change(kind, existing.as_ref(), Some(&schedule));
         history::record(tx, change.as_slice(), now).await?;
-        Ok(Upserted { schedule, created })
+        Ok(Upserted {
+            schedule,
+            created,
+            unchanged,
+        })
     }
 
     /// Pauses (cancelling every unpublished run) or resumes (planning from now on: no

@@ -6,11 +6,12 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, ApiError};
+use crate::wire::BackfillBody;
 use crate::AppState;
 
 /// `POST /schedules/{id}/backfill` `{from, to}` → `{ticks, created, already_present}`.
@@ -19,18 +20,18 @@ pub(crate) async fn backfill(
     Caller(actor): Caller,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<BackfillBody>, ApiError> {
     let (from, to, overlap) = read_backfill(body::json(body, state.max_body_bytes)?)?;
     let done = state
         .registrar
         .acting_as(actor)
         .backfill(&id, from, to, overlap.as_deref())
         .await?;
-    Ok(Json(json!({
-        "ticks": done.ticks,
-        "created": done.created,
-        "already_present": done.already_present,
-    })))
+    Ok(Json(BackfillBody {
+        ticks: done.ticks,
+        created: done.created,
+        already_present: done.already_present,
+    }))
 }
 
 /// A backfill body: `(from, to, overlap_policy)`.
