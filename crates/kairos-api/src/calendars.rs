@@ -7,13 +7,13 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use kairos_registrar::CalendarInput;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::wire::CalendarBody;
+use crate::wire::{CalendarBody, CalendarsBody};
 use crate::AppState;
 
 /// `PUT /calendars/{name}` `{dates, description?}`: 201 when created, 200 when replaced;
@@ -52,7 +52,7 @@ pub(crate) async fn get(
 }
 
 /// `GET /calendars`: every calendar, by name.
-pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<CalendarsBody>, ApiError> {
     let calendars: Vec<CalendarBody> = state
         .registrar
         .list_calendars()
@@ -60,7 +60,7 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
         .into_iter()
         .map(CalendarBody::of)
         .collect();
-    Ok(Json(json!({ "calendars": calendars })))
+    Ok(Json(CalendarsBody { calendars }))
 }
 
 /// `DELETE /calendars/{name}` → 204; 409 while a schedule uses it; 404 if unknown.

@@ -5,18 +5,17 @@ use std::collections::HashMap;
 use axum::extract::{Query, State};
 use axum::Json;
 use kairos_registrar::DeadLetterQuery;
-use serde_json::json;
 
 use crate::body;
 use crate::error::ApiError;
-use crate::wire::RunBody;
+use crate::wire::RunPageBody;
 use crate::AppState;
 
 /// `GET /dead-letters?schedule_id=&workflow_id=&limit=&cursor=` → `{runs, next_cursor}`.
 pub(crate) async fn dead_letters(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RunPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let filter = DeadLetterQuery {
         schedule_id: query.text("schedule_id"),
@@ -25,9 +24,7 @@ pub(crate) async fn dead_letters(
         limit: query.integer("limit", 100),
     };
     query.finish()?;
-    let page = state.registrar.dead_letters(&filter).await?;
-    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
-    Ok(Json(
-        json!({ "runs": runs, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(RunPageBody::of(
+        state.registrar.dead_letters(&filter).await?,
+    )))
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -13,15 +13,35 @@ use crate::AppState;
 /// How long `/readyz` waits for each dependency.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// `/healthz`: `{status: "ok"}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Alive {
+    status: &'static str,
+}
+
+/// `/readyz`: `{status: "ready", checks: {postgres, nats}}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Ready {
+    status: &'static str,
+    checks: Checks,
+}
+
+/// What `/readyz` checked: `ok`, or for NATS `not configured` on an instance that needs none.
+#[derive(Debug, Serialize)]
+pub(crate) struct Checks {
+    postgres: &'static str,
+    nats: &'static str,
+}
+
 /// Liveness: always 200 while the process serves requests.
-pub(crate) async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+pub(crate) async fn healthz() -> Json<Alive> {
+    Json(Alive { status: "ok" })
 }
 
 /// Readiness: 200 when PostgreSQL answers `select 1` and JetStream answers for the launch
 /// stream in time (NATS is reported `not configured` on an instance that needs none),
 /// else 503 naming the dependency.
-pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
     let ping = kairos_store::ping(state.registrar.pool());
     match tokio::time::timeout(READY_TIMEOUT, ping).await {
         Ok(Ok(true)) => {}
@@ -63,7 +83,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>,
             },
         },
     };
-    Ok(Json(
-        json!({ "status": "ready", "checks": { "postgres": "ok", "nats": nats } }),
-    ))
+    Ok(Json(Ready {
+        status: "ready",
+        checks: Checks {
+            postgres: "ok",
+            nats,
+        },
+    }))
 }

@@ -73,9 +73,18 @@ pub(crate) fn value(field: &FieldValue) -> Value {
     }
 }
 
-fn page_json(page: HistoryPage) -> Json<Value> {
-    let history: Vec<ChangeBody> = page.entries.into_iter().map(ChangeBody::of).collect();
-    Json(json!({ "history": history, "next_cursor": page.next_cursor }))
+/// A page of the history of changes, newest first.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct HistoryPageBody {
+    history: Vec<ChangeBody>,
+    next_cursor: Option<String>,
+}
+
+fn page_json(page: HistoryPage) -> Json<HistoryPageBody> {
+    Json(HistoryPageBody {
+        history: page.entries.into_iter().map(ChangeBody::of).collect(),
+        next_cursor: page.next_cursor,
+    })
 }
 
 /// `GET /schedules/{id}/history?limit=&cursor=`: the schedule's changes (and its runs'),
@@ -84,7 +93,7 @@ pub(crate) async fn schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let limit = query.integer("limit", DEFAULT_LIMIT.min(LIST_LIMIT_MAX));
     let cursor = query.text("cursor");
@@ -99,7 +108,7 @@ pub(crate) async fn schedule(
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let wanted = HistoryQuery {
         schedule_id: query.text("schedule_id"),

@@ -7,23 +7,31 @@ use axum::extract::State;
 use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
 use kairos_worker::intake::{self, Error as IntakeError, StartRequest};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::body::{self, Fields};
 use crate::error::{bad_request, intake_failed, ApiError};
 use crate::AppState;
+
+/// The answer to a start: whether this call created the run, and its status.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct StartedBody {
+    started: bool,
+    status: &'static str,
+}
 
 /// `POST /run-launcher/start`: `{workflow_id, version, user_id, scheduled_for,
 /// idempotency_key}` → `{started, status}` (`started` false when the key existed).
 pub(crate) async fn start(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StartedBody>, ApiError> {
     let request = read_start(body::json(body, state.max_body_bytes)?)?;
     match state.intake.start(&request).await {
-        Ok(started) => Ok(Json(
-            json!({ "started": started.started, "status": started.status.as_str() }),
-        )),
+        Ok(started) => Ok(Json(StartedBody {
+            started: started.started,
+            status: started.status.as_str(),
+        })),
         Err(IntakeError::WorkflowNotFound {
             workflow_id,
             version,

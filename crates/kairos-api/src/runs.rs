@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, intake_failed, ApiError};
-use crate::wire::{RunBody, RunViewBody};
+use crate::wire::{RunBody, RunPageBody, RunViewBody};
 use crate::AppState;
 
 /// `GET /runs/{key}` → the run with `max_attempts`, `history` and `logs`.
@@ -38,7 +38,7 @@ pub(crate) async fn get(
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RunPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let late = query.boolean("late");
     let phase = query.text("phase");
@@ -71,11 +71,9 @@ pub(crate) async fn list(
         (None, Some(phase)) => Some(Phase::parse(phase)?),
         (None, None) => None,
     };
-    let page = state.registrar.list_runs(&filter).await?;
-    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
-    Ok(Json(
-        json!({ "runs": runs, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(RunPageBody::of(
+        state.registrar.list_runs(&filter).await?,
+    )))
 }
 
 /// `POST /runs/{key}/retry` `{request_id?}` → 201 with the run whose next attempt is due

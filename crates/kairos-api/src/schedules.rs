@@ -24,7 +24,8 @@ use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, ApiError};
 use crate::wire::{
-    dry_run_body, rules_input, schedule_input, RunBody, ScheduleBody, SkipBody, UpsertedBody,
+    dry_run_body, rules_input, schedule_input, RunPageBody, ScheduleBody, SchedulePageBody,
+    SkipBody, UpsertedBody,
 };
 use crate::AppState;
 
@@ -118,7 +119,7 @@ pub(crate) async fn get(
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SchedulePageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let filter = ListFilter {
         workflow_id: query.text("workflow_id"),
@@ -137,9 +138,10 @@ pub(crate) async fn list(
         .zip(page.next_fires)
         .map(|(s, next_fire)| ScheduleBody::of(s, next_fire, None))
         .collect();
-    Ok(Json(
-        json!({ "schedules": schedules, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(SchedulePageBody {
+        schedules,
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// `GET /schedules/{id}/runs?limit=&status=&cursor=`: newest first, a page at a time.
@@ -147,7 +149,7 @@ pub(crate) async fn runs(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RunPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let limit = query.integer("limit", 100.min(LIST_LIMIT_MAX));
     let status = query.text("status");
@@ -155,11 +157,7 @@ pub(crate) async fn runs(
     query.finish()?;
     let registrar = &state.registrar;
     let page = registrar.runs(&id, status.as_deref(), cursor.as_deref(), limit);
-    let page = page.await?;
-    let runs: Vec<RunBody> = page.runs.into_iter().map(RunBody::of).collect();
-    Ok(Json(
-        json!({ "runs": runs, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(RunPageBody::of(page.await?)))
 }
 
 /// `POST /schedules/preview`: fire times of a spec; nothing stored.

@@ -66,6 +66,55 @@ pub(crate) struct BackfillBody {
     pub already_present: u64,
 }
 
+/// A page of runs (`GET /runs`, `GET /dead-letters`, `GET /schedules/{id}/runs`).
+#[derive(Debug, Serialize)]
+pub(crate) struct RunPageBody {
+    pub runs: Vec<RunBody>,
+    pub next_cursor: Option<String>,
+}
+
+impl RunPageBody {
+    pub(crate) fn of(page: kairos_registrar::RunPage) -> RunPageBody {
+        RunPageBody {
+            runs: page.runs.into_iter().map(RunBody::of).collect(),
+            next_cursor: page.next_cursor,
+        }
+    }
+}
+
+/// A page of schedules (`GET /schedules`).
+#[derive(Debug, Serialize)]
+pub(crate) struct SchedulePageBody {
+    pub schedules: Vec<ScheduleBody>,
+    pub next_cursor: Option<String>,
+}
+
+/// A page of workflows (`GET /workflows`).
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkflowPageBody {
+    pub workflows: Vec<WorkflowSummaryBody>,
+    pub next_cursor: Option<String>,
+}
+
+/// A workflow's stored versions (`GET /workflows/{id}/versions`).
+#[derive(Debug, Serialize)]
+pub(crate) struct VersionsBody {
+    pub workflow_id: String,
+    pub versions: Vec<VersionBody>,
+}
+
+/// Every named calendar (`GET /calendars`).
+#[derive(Debug, Serialize)]
+pub(crate) struct CalendarsBody {
+    pub calendars: Vec<CalendarBody>,
+}
+
+/// A schedule's skipped ticks (`GET /schedules/{id}/skips`).
+#[derive(Debug, Serialize)]
+pub(crate) struct SkipsBody {
+    pub skips: Vec<SkipBody>,
+}
+
 /// A schedule as `GET /schedules/{id}` and `GET /schedules` show it.
 #[derive(Debug, Serialize)]
 pub(crate) struct ScheduleBody {

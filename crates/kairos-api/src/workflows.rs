@@ -16,7 +16,9 @@ use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::wire::{schedule_list, UpsertAnswer, VersionBody, WorkflowSummaryBody};
+use crate::wire::{
+    schedule_list, UpsertAnswer, VersionBody, VersionsBody, WorkflowPageBody, WorkflowSummaryBody,
+};
 use crate::AppState;
 
 /// `PUT /workflows/{id}/versions/{v}[?dry_run=true]`: `{dag, schedules?}`. 201 when the
@@ -109,7 +111,7 @@ pub(crate) fn read_deploy(
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<WorkflowPageBody>, ApiError> {
     let mut query = body::Query::new(params);
     let q = query.text("q");
     let cursor = query.text("cursor");
@@ -124,9 +126,10 @@ pub(crate) async fn list(
         .into_iter()
         .map(WorkflowSummaryBody::of)
         .collect();
-    Ok(Json(
-        json!({ "workflows": workflows, "next_cursor": page.next_cursor }),
-    ))
+    Ok(Json(WorkflowPageBody {
+        workflows,
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// `GET /workflows/{id}/versions` → `{workflow_id, versions}`, newest first, each with when
@@ -134,7 +137,7 @@ pub(crate) async fn list(
 pub(crate) async fn versions(
     State(state): State<AppState>,
     Path(workflow_id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<VersionsBody>, ApiError> {
     let versions: Vec<VersionBody> = state
         .registrar
         .workflow_version_list(&workflow_id)
@@ -142,7 +145,8 @@ pub(crate) async fn versions(
         .into_iter()
         .map(VersionBody::of)
         .collect();
-    Ok(Json(
-        json!({ "workflow_id": workflow_id, "versions": versions }),
-    ))
+    Ok(Json(VersionsBody {
+        workflow_id,
+        versions,
+    }))
 }

@@ -32,7 +32,8 @@ async fn seed_upsert_then_get_shows_five_preview_times() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(
         body,
-        json!({"schedule_id": "nightly-report", "next_run_at": "2026-03-09T11:00:00Z", "revision": 1})
+        json!({"schedule_id": "nightly-report", "next_run_at": "2026-03-09T11:00:00Z",
+               "revision": 1, "outcome": "created"})
     );
     let (status, _, body) = call(
         &api,
@@ -43,8 +44,8 @@ async fn seed_upsert_then_get_shows_five_preview_times() {
     )
     .await;
     assert_eq!(
-        (status, body["revision"].clone()),
-        (StatusCode::OK, json!(1))
+        (status, body["revision"].clone(), body["outcome"].clone()),
+        (StatusCode::OK, json!(1), json!("unchanged"))
     );
     // A window written with more digits than the database keeps (microseconds) is the
     // same window the second time: the upsert changes nothing and keeps the revision.

@@ -55,12 +55,15 @@ pub async fn record(db: &mut PgConnection, logs: &[ReportedLog], now: DateTime<U
     Ok(())
 }
 
+/// A `run_logs` row: attempt, link, output, when it changed.
+type LogRow = (i32, Option<String>, Option<String>, DateTime<Utc>);
+
 /// The logs of run `key`, one per attempt that reported any, oldest attempt first.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn of_run(db: impl PgExecutor<'_>, key: &str) -> Result<Vec<AttemptLog>> {
-    let rows: Vec<(i32, Option<String>, Option<String>, DateTime<Utc>)> = sqlx::query_as(
+    let rows: Vec<LogRow> = sqlx::query_as(
         "select attempt, log_url, output, updated_at from run_logs \
          where idempotency_key = $1 order by attempt",
     )

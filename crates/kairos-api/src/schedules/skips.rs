@@ -15,7 +15,7 @@ use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::wire::SkipBody;
+use crate::wire::{SkipBody, SkipsBody};
 use crate::AppState;
 
 /// `POST /schedules/{id}/skips` `{run_at, note?}` → 201 with the skip.
@@ -43,7 +43,7 @@ pub(crate) async fn create(
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SkipsBody>, ApiError> {
     let skips: Vec<SkipBody> = state
         .registrar
         .skips(&id)
@@ -51,7 +51,7 @@ pub(crate) async fn list(
         .into_iter()
         .map(SkipBody::of)
         .collect();
-    Ok(Json(json!({ "skips": skips })))
+    Ok(Json(SkipsBody { skips }))
 }
 
 /// `DELETE /schedules/{id}/skips/{run_at}` → 204: the tick runs again (before it fires).
