@@ -154,6 +154,28 @@ fn nullable_enums_are_named_components() {
     );
 }
 
+/// A call may carry a bearer token or none (`auth.mode = none` answers every route without
+/// one): that is the document's default, which every operation that requires a role takes
+/// by stating no `security` of its own; routes open to anyone state `security: []`
+/// (`routes.rs` holds both to the router).
+#[test]
+fn security_is_a_bearer_token_or_none() {
+    let doc = doc();
+    assert_eq!(doc["security"], json!([{"bearer": []}, {}]));
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            if let Some(security) = op.get("security") {
+                assert_eq!(security, &json!([]), "{method} {path}");
+            } else {
+                assert!(
+                    op["responses"].get("401").is_some(),
+                    "{method} {path}: a route that needs a token declares 401"
+                );
+            }
+        }
+    }
+}
+
 /// `components/schemas/Dag` (with `DagNode` and `DagNodeId`) is `schemas/dag.schema.json`,
 /// which executors read, with its `$defs` moved into the components.
 #[test]
