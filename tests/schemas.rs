@@ -217,6 +217,34 @@ fn status_schema_accepts_heartbeats_attempts_and_retryable() {
 }
 
 #[test]
+fn status_schema_takes_a_log_link_and_output_but_no_other_scheme() {
+    assert_valid(
+        "status.schema.json",
+        &json!({
+            "status": "FAILED",
+            "log_url": "https://logs.example.com/runs/42?attempt=1",
+            "output": "step 1 ok\n<b>step 2</b> failed\n",
+        }),
+    );
+    assert_valid(
+        "status.schema.json",
+        &json!({"status": "HEARTBEAT", "output": ""}),
+    );
+    for url in [
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "ftp://logs.example.com/",
+        "https://",
+        "https://logs.example.com/a b",
+    ] {
+        assert_invalid(
+            "status.schema.json",
+            &json!({"status": "STARTED", "log_url": url}),
+        );
+    }
+}
+
+#[test]
 fn dead_letter_schema_is_the_launch_message_plus_attempts() {
     let mut letter = launch_example();
     letter["attempt"] = json!(3);

@@ -5,7 +5,9 @@ It pulls launch messages (schemas/launch.schema.json) from the KAIROS_LAUNCH str
 durable consumer and works on up to --concurrency of them at once, each in its own asyncio
 task: it reports STARTED, runs the DAG's nodes (schemas/dag.schema.json) in dependency order
 while reporting HEARTBEAT every --heartbeat-every seconds, reports SUCCESS or FAILED
-(schemas/status.schema.json), then acknowledges the message. While a run works, the message
+(schemas/status.schema.json), then acknowledges the message. Heartbeats and the end report
+carry the run's output so far (a line per node, and the failure), which kairos keeps per
+attempt and shows on the run page and in `kairos runs logs`. While a run works, the message
 gets an in-progress ack every third of the consumer's ack wait, so JetStream does not
 redeliver it to run it a second time. Every report echoes the launch message's attempt.
 Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on the NATS subject
@@ -111,7 +113,9 @@ def run_node_checks(node_id, node, attempt):
                          f"(fails until attempt {until})")
 
 
-async def run_nodes(launch):
+async def run_nodes(launch, output):
+    """Runs the nodes in dependency order. `output` (a list of lines) gets a line per node as
+    it begins; heartbeats and the end report send it as the run's output."""
     attempt = launch["attempt"]
     try:
         order = dependency_order(launch["dag"])
@@ -120,8 +124,10 @@ async def run_nodes(launch):
         raise NodeFailed(str(err), retryable=False) from err
     for node_id in order:
         node = next(n for n in launch["dag"]["nodes"] if n["id"] == node_id)
+        action = node.get("action") or "no action"
+        output.append(f"node {node_id} ({action})")
         log(f"{launch['workflow_id']} {launch['scheduled_for']} attempt {attempt} "
-            f"node {node_id}")
+            f"node {node_id} ({action})")
         await asyncio.sleep(node.get("sleep_ms", 0) / 1000)
         run_node_checks(node_id, node, attempt)
 
@@ -192,15 +198,21 @@ async def handle(args, js, launch, cancels):
             await report(args, js, key, {**body, "status": "CANCELLED"})
         return True
 
+    output = []
+
+    def output_text():
+        return "".join(f"{line}\n" for line in output)
+
     async def heartbeat():
-        if await report(args, js, key, {**body, "status": "HEARTBEAT"}) is None:
+        beat = {**body, "status": "HEARTBEAT", "output": output_text()}
+        if await report(args, js, key, beat) is None:
             log(f"kairos refused a heartbeat for {key} (attempt {attempt})", error=True)
 
     # A lost heartbeat is only logged: if none gets through, kairos times the attempt out,
     # which is what heartbeats are for.
     beating = asyncio.create_task(every(args.heartbeat_every, heartbeat,
                                         f"report a heartbeat for {key}"))
-    work = asyncio.create_task(run_nodes(launch))
+    work = asyncio.create_task(run_nodes(launch, output))
     cancels.running[(key, attempt)] = work
     try:
         await work
@@ -211,17 +223,19 @@ async def handle(args, js, launch, cancels):
         body["status"] = "CANCELLED"
     except NodeFailed as err:
         body.update(status="FAILED", error=str(err))
+        output.append(str(err))
         if not err.retryable:
             body["retryable"] = False
     except Exception as err:  # noqa: BLE001 - the run failed: say why
         body.update(status="FAILED", error=str(err))
+        output.append(str(err))
     finally:
         cancels.running.pop((key, attempt), None)
         cancels.heard.pop((key, attempt), None)
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating
-    await report(args, js, key, body)
+    await report(args, js, key, {**body, "output": output_text()})
     return True
 
 

@@ -1,5 +1,5 @@
-//! The operator's routes under `/runs`: `GET /runs/{key}` (the run and the history of its
-//! attempts), `GET /runs` (runs not `SUCCESS` by their deadline: `?late=true`),
+//! The operator's routes under `/runs`: `GET /runs/{key}` (the run, the history of its
+//! attempts and their logs), `GET /runs` (runs not `SUCCESS` by their deadline: `?late=true`),
 //! `POST /runs/{key}/retry` (one more attempt of a finished run) and `POST /runs/{key}/cancel`;
 //! the executor's status reports under `/runs` are in `runs/status.rs`.
 
@@ -12,7 +12,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::Json;
-use kairos_registrar::{Error as RegistrarError, Phase, Problem, RunQuery, RunView};
+use kairos_registrar::{Error as RegistrarError, Phase, Problem, RunQuery};
 use kairos_store::cancel::Cancel;
 use kairos_worker::intake::{self};
 use serde_json::{json, Value};
@@ -20,24 +20,15 @@ use serde_json::{json, Value};
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, intake_failed, ApiError};
-use crate::wire::{AttemptBody, RunBody};
+use crate::wire::{RunBody, RunViewBody};
 use crate::AppState;
 
-/// `GET /runs/{key}` → the run with `max_attempts` and `history`.
+/// `GET /runs/{key}` → the run with `max_attempts`, `history` and `logs`.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(key): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let RunView {
-        run,
-        history,
-        max_attempts,
-    } = state.registrar.run(&key).await?;
-    let history: Vec<AttemptBody> = history.into_iter().map(AttemptBody::of).collect();
-    let mut body = serde_json::to_value(RunBody::of(run)).expect("runs serialize");
-    body["max_attempts"] = json!(max_attempts);
-    body["history"] = json!(history);
-    Ok(Json(body))
+) -> Result<Json<RunViewBody>, ApiError> {
+    Ok(Json(RunViewBody::of(state.registrar.run(&key).await?)))
 }
 
 /// `GET /runs?status=&phase=&schedule_id=&workflow_id=&source=&from=&to=&cursor=&limit=` →

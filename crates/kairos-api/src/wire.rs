@@ -319,6 +319,48 @@ impl AttemptBody {
     }
 }
 
+/// What the executor reported of one attempt's logs (`GET /runs/{key}` `logs`).
+#[derive(Debug, Serialize)]
+pub(crate) struct AttemptLogBody {
+    pub attempt: i32,
+    pub log_url: Option<String>,
+    pub output: Option<String>,
+    pub updated_at: String,
+}
+
+impl AttemptLogBody {
+    pub(crate) fn of(log: kairos_registrar::AttemptLog) -> AttemptLogBody {
+        AttemptLogBody {
+            attempt: log.attempt,
+            log_url: log.log_url,
+            output: log.output,
+            updated_at: rfc3339(log.updated_at),
+        }
+    }
+}
+
+/// `GET /runs/{key}`: the run, the attempts its schedule allows, its finished attempts and
+/// the logs its executors reported.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunViewBody {
+    #[serde(flatten)]
+    pub run: RunBody,
+    pub max_attempts: i32,
+    pub history: Vec<AttemptBody>,
+    pub logs: Vec<AttemptLogBody>,
+}
+
+impl RunViewBody {
+    pub(crate) fn of(view: kairos_registrar::RunView) -> RunViewBody {
+        RunViewBody {
+            run: RunBody::of(view.run),
+            max_attempts: view.max_attempts,
+            history: view.history.into_iter().map(AttemptBody::of).collect(),
+            logs: view.logs.into_iter().map(AttemptLogBody::of).collect(),
+        }
+    }
+}
+
 /// A schedule's `retry_backoff` as shown.
 #[derive(Debug, Serialize)]
 pub(crate) struct BackoffBody {

@@ -1,5 +1,5 @@
 //! `kairos schedules list|get|pause|resume|delete|trigger|backfill|history|upsert|skip|skips|unskip`
-//! and `kairos runs list|retry|cancel|dead-letters|late`: admin verbs over the HTTP API, so
+//! and `kairos runs list|get|logs|retry|cancel|dead-letters|late`: admin verbs over the HTTP API, so
 //! they obey the same auth and validation as every other caller and show exactly what the API
 //! answers. Listings print
 //! a table, one thing a field per line (`show.rs`); `--json` prints the answer as it came
@@ -64,6 +64,15 @@ enum RunsVerb {
     Get {
         /// The run's idempotency key.
         key: String,
+    },
+    /// The logs executors reported for a run: each attempt's link to its logs and the tail
+    /// of its output (from `GET /runs/{key}`).
+    Logs {
+        /// The run's idempotency key.
+        key: String,
+        /// Only this attempt's logs.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        attempt: Option<u32>,
     },
     /// Start one more attempt of a FAILED or TIMED_OUT run, due now (deployer token).
     Retry {
@@ -303,8 +312,13 @@ pub fn run_runs(args: &RunsArgs, global: &Global) -> anyhow::Result<()> {
     let body = answer.context("the API answered no body")?;
     if global.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
-    } else if let RunsVerb::Get { .. } = args.verb {
-        println!("{}", crate::show::fields(&body));
+    } else if let RunsVerb::Get { key } = &args.verb {
+        println!(
+            "{}",
+            crate::show::fields(&crate::show::outputs_elided(&body, key))
+        );
+    } else if let RunsVerb::Logs { key, attempt } = &args.verb {
+        print!("{}", crate::show::logs_text(&body, key, *attempt)?);
     } else if body.get("runs").is_some() {
         print!("{}", crate::show::runs_table(&body));
         print_cursor(&body);
@@ -346,7 +360,7 @@ fn runs_request(verb: &RunsVerb) -> Request {
             }
             (Method::GET, "/runs".to_string(), query, None)
         }
-        RunsVerb::Get { key } => (
+        RunsVerb::Get { key } | RunsVerb::Logs { key, .. } => (
             Method::GET,
             format!("/runs/{}", segment(key)),
             Vec::new(),

@@ -18,6 +18,75 @@ pub fn fields(body: &Value) -> String {
         .join("\n")
 }
 
+/// `GET /runs/{key}` for `fields`: each reported output replaced by how many lines it has
+/// and the command that prints it (an output is many lines; `kairos runs logs` shows it).
+pub fn outputs_elided(body: &Value, key: &str) -> Value {
+    let mut body = body.clone();
+    if let Some(logs) = body["logs"].as_array_mut() {
+        for log in logs {
+            if let Some(output) = log["output"].as_str() {
+                let lines = output.lines().count();
+                let attempt = &log["attempt"];
+                log["output"] = Value::String(format!(
+                    "{lines} line{} (kairos runs logs {key} --attempt {attempt})",
+                    if lines == 1 { "" } else { "s" }
+                ));
+            }
+        }
+    }
+    body
+}
+
+/// The logs of `GET /runs/{key}` as text: per attempt (or only `attempt`), a header, the
+/// link to its logs and its output.
+///
+/// # Errors
+/// `attempt` names an attempt that reported no logs.
+pub fn logs_text(body: &Value, key: &str, attempt: Option<u32>) -> anyhow::Result<String> {
+    let logs = body["logs"].as_array().cloned().unwrap_or_default();
+    let chosen: Vec<&Value> = logs
+        .iter()
+        .filter(|log| attempt.is_none_or(|n| log["attempt"].as_u64() == Some(u64::from(n))))
+        .collect();
+    if chosen.is_empty() {
+        let reported: Vec<String> = logs.iter().map(|log| log["attempt"].to_string()).collect();
+        match attempt {
+            Some(n) if !reported.is_empty() => anyhow::bail!(
+                "attempt {n} of run {key} reported no logs; attempts with logs: {}",
+                reported.join(", ")
+            ),
+            Some(n) => anyhow::bail!("attempt {n} of run {key} reported no logs"),
+            None => {
+                return Ok(format!(
+                    "No executor reported logs for run {key} (an executor sends log_url and \
+                     output with its status reports).\n"
+                ))
+            }
+        }
+    }
+    let mut text = String::new();
+    for log in chosen {
+        text.push_str(&format!(
+            "== attempt {} (reported {}) ==\n",
+            log["attempt"],
+            log["updated_at"].as_str().unwrap_or("-")
+        ));
+        if let Some(url) = log["log_url"].as_str() {
+            text.push_str(&format!("logs: {url}\n"));
+        }
+        match log["output"].as_str() {
+            Some(output) => {
+                text.push_str(output);
+                if !output.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+            None => text.push_str("(no output reported)\n"),
+        }
+    }
+    Ok(text)
+}
+
 fn flatten(prefix: &str, value: &Value, lines: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) if !map.is_empty() || prefix.is_empty() => {
@@ -164,14 +233,15 @@ pub fn calendars_table(body: &Value) -> String {
     table(rows, &CALENDAR_COLUMNS, &cell, "no calendars")
 }
 
-/// The columns of [`history_table`] (`changes` as `field: old -> new; ...`).
+/// The columns of [`history_table`] (`changes` as `field: old -> new; ...`, last: it is the
+/// longest, and the last column is never padded or cut).
 const HISTORY_COLUMNS: [(&str, &str); 6] = [
     ("AT", "at"),
     ("ACTOR", "actor"),
     ("KIND", "kind"),
     ("REQUEST_ID", "request_id"),
-    ("CHANGES", "changes"),
     ("NOTE", "note"),
+    ("CHANGES", "changes"),
 ];
 
 /// `{history: [...]}` as a table, newest first as the API answered; "no changes" when there
@@ -207,7 +277,24 @@ pub fn skips_table(body: &Value) -> String {
     table(rows, &SKIP_COLUMNS, &cell, "no skips")
 }
 
-/// Rows as aligned columns under a header line; `empty` alone when there is no row.
+/// The widest a free-text column ([`FREE_TEXT`]) but the last is printed: a longer cell is
+/// cut, ending in `…` (`--json` prints it whole). Ids, keys, specs and times are never cut.
+const MAX_COLUMN_CHARS: usize = 60;
+
+/// The fields whose cells are prose, which a table may cut.
+const FREE_TEXT: [&str; 5] = ["note", "description", "reason", "changes", "skipped_by"];
+
+/// `cell` cut to `width` characters, ending in `…` when cut.
+fn cut(cell: &str, width: usize) -> String {
+    if cell.chars().count() <= width {
+        return cell.to_string();
+    }
+    let kept: String = cell.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// Rows as aligned columns under a header line; `empty` alone when there is no row. Every
+/// free-text column but the last is at most [`MAX_COLUMN_CHARS`] wide.
 fn table(
     rows: &[Value],
     columns: &[(&str, &str)],
@@ -217,16 +304,30 @@ fn table(
     if rows.is_empty() {
         return format!("{empty}\n");
     }
+    let last = columns.len().saturating_sub(1);
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|row| columns.iter().map(|(_, field)| cell(row, field)).collect())
+        .map(|row| {
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, (_, field))| {
+                    let text = cell(row, field);
+                    if i == last || !FREE_TEXT.contains(field) {
+                        text
+                    } else {
+                        cut(&text, MAX_COLUMN_CHARS)
+                    }
+                })
+                .collect()
+        })
         .collect();
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
         .map(|(i, (header, _))| {
             rows.iter()
-                .map(|row| row[i].len())
+                .map(|row| row[i].chars().count())
                 .chain([header.len()])
                 .max()
                 .unwrap_or(0)
@@ -236,7 +337,10 @@ fn table(
         let mut text = cells
             .iter()
             .zip(&widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
+            .map(|(cell, width)| {
+                let pad = width.saturating_sub(cell.chars().count());
+                format!("{cell}{}", " ".repeat(pad))
+            })
             .collect::<Vec<_>>()
             .join("  ");
         text.truncate(text.trim_end().len());
@@ -342,6 +446,81 @@ mod run_table_tests {
         assert!(
             lines[2].ends_with(&format!("{}…", "x".repeat(120))),
             "{table}"
+        );
+    }
+
+    #[test]
+    fn a_long_change_is_never_padded_and_the_note_stays_near() {
+        let dag = "d".repeat(300);
+        let body = json!({"history": [
+            {"at": "2026-03-09T07:00:00Z", "actor": "compiler", "kind": "updated",
+             "request_id": null, "note": "deploy 42",
+             "changes": [{"field": "description", "old": null, "new": dag}]},
+            {"at": "2026-03-09T06:00:00Z", "actor": "compiler", "kind": "created",
+             "request_id": "r-1", "note": null, "changes": []},
+        ]});
+        let table = history_table(&body);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].ends_with("NOTE       CHANGES"), "{table}");
+        assert!(
+            lines[1].contains("deploy 42  description: - -> ddd"),
+            "{table}"
+        );
+        assert!(lines[2].len() < 90, "a short row is not padded: {table}");
+        assert!(lines.iter().all(|line| !line.ends_with(' ')), "{table}");
+    }
+
+    #[test]
+    fn free_text_but_the_last_column_is_cut_at_sixty_characters_and_ids_never() {
+        let long = "n".repeat(100);
+        let body = json!({"skips": [
+            {"run_at": "2026-03-09T07:00:00Z", "skipped_by": long, "created_at": "x", "note": "z"},
+        ]});
+        let table = skips_table(&body);
+        assert!(
+            table.contains(&format!("{}…  x", "n".repeat(59))),
+            "{table}"
+        );
+        let key = "k".repeat(64);
+        let id = "s".repeat(200);
+        let body = json!({"runs": [
+            {"run_at": "2026-03-09T07:00:00Z", "schedule_id": id, "status": "PENDING",
+             "source": "manual", "attempt": 1, "published_at": null, "idempotency_key": key,
+             "reason": null, "last_error": null},
+        ]});
+        let table = runs_table(&body);
+        assert!(table.contains(&key) && table.contains(&id), "{table}");
+    }
+
+    #[test]
+    fn logs_print_each_attempt_and_refuse_an_attempt_without_any() {
+        let body = json!({"logs": [
+            {"attempt": 1, "log_url": "https://logs.example.com/1", "output": "one\ntwo",
+             "updated_at": "2026-03-09T07:01:00Z"},
+            {"attempt": 2, "log_url": null, "output": null, "updated_at": "2026-03-09T07:05:00Z"},
+        ]});
+        let text = logs_text(&body, "k1", None).expect("logs");
+        assert_eq!(
+            text,
+            "== attempt 1 (reported 2026-03-09T07:01:00Z) ==\nlogs: https://logs.example.com/1\n\
+             one\ntwo\n== attempt 2 (reported 2026-03-09T07:05:00Z) ==\n(no output reported)\n"
+        );
+        let one = logs_text(&body, "k1", Some(2)).expect("attempt 2");
+        assert!(one.starts_with("== attempt 2"), "{one}");
+        let err = logs_text(&body, "k1", Some(3)).expect_err("no attempt 3");
+        assert_eq!(
+            err.to_string(),
+            "attempt 3 of run k1 reported no logs; attempts with logs: 1, 2"
+        );
+        let none = logs_text(&json!({"logs": []}), "k1", None).expect("none");
+        assert!(
+            none.starts_with("No executor reported logs for run k1"),
+            "{none}"
+        );
+        let elided = outputs_elided(&body, "k1");
+        assert_eq!(
+            elided["logs"][0]["output"],
+            "2 lines (kairos runs logs k1 --attempt 1)"
         );
     }
 }

@@ -1,5 +1,6 @@
-//! `kairos schedules get`, `kairos workflows list|versions`, `kairos runs list|get|dead-letters|late|retry` against a real `kairos serve` (api and
-//! retention roles, real PostgreSQL and nats-server): they show what the API answers,
+//! `kairos schedules get`, `kairos workflows list|versions`, `kairos runs
+//! list|get|logs|dead-letters|late|retry` against a real `kairos serve` (api and retention
+//! roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
 mod support;
@@ -87,6 +88,9 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     };
     assert_eq!(field("idempotency_key").as_deref(), Some(key), "{one}");
     assert_eq!(field("status").as_deref(), Some("PENDING"), "{one}");
+    let none = stdout(&kairos(port, &["runs", "logs", key]));
+    assert!(none.starts_with("No executor reported logs"), "{none}");
+
     let dead = stdout(&kairos(port, &["runs", "dead-letters", "--schedule", "s1"]));
     assert_eq!(dead, "no runs\n");
     let late = stdout(&kairos(port, &["runs", "late", "--schedule", "s1"]));
@@ -160,6 +164,34 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     assert!(
         served.child.try_wait().expect("wait").is_none(),
         "serve (with the retention role) is still running"
+    );
+    // Published, the run takes an executor's report with a link and output.
+    served.psql(&format!(
+        "update schedule_runs set status = 'ENQUEUED', published_at = now() \
+         where idempotency_key = '{key}'"
+    ));
+    let started = r#"{"status": "STARTED", "executor_id": "e1",
+        "log_url": "https://logs.example.com/e1/7", "output": "node a (no action)\n"}"#;
+    let answer = http(port, "POST", &format!("/runs/{key}/status"), started).expect("status");
+    assert!(answer.contains(" 200 "), "{answer}");
+    let logs = stdout(&kairos(port, &["runs", "logs", key]));
+    let lines: Vec<&str> = logs.lines().collect();
+    assert!(lines[0].starts_with("== attempt 1 (reported "), "{logs}");
+    assert_eq!(
+        lines[1..],
+        ["logs: https://logs.example.com/e1/7", "node a (no action)"]
+    );
+    let one = stdout(&kairos(port, &["runs", "get", key]));
+    assert!(
+        one.contains("logs[0].output") && one.contains("1 line (kairos runs logs"),
+        "{one}"
+    );
+    let missing = kairos(port, &["runs", "logs", key, "--attempt", "2"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("attempt 2 of run"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
     );
 }
 

@@ -18,6 +18,8 @@
 //! - [`RetryPolicy`]: when the attempt after a failure starts, or that there is none.
 //! - [`error_chain`]: an error and its causes on one line, for logs.
 //! - [`plan()`]: the planner's pure decision for one schedule (catch-up, grace, jitter).
+//! - [`AttemptLog`] ([`check_log_url`], [`output_tail`]): what executors report of an
+//!   attempt's output.
 //! - [`Schedule`], [`Run`], [`Attempt`], [`Calendar`], [`ScheduleStats`]: what the store
 //!   keeps, as plain values (kairos-store maps its rows into them).
 //! - [`Change`] ([`Actor`], [`ChangeKind`], [`Subject`], [`FieldChange`]): one entry of the
@@ -28,6 +30,7 @@ mod exclusion;
 mod history;
 mod id;
 mod key;
+mod logs;
 mod names;
 mod plan;
 mod policy;
@@ -53,6 +56,9 @@ pub use history::{
 };
 pub use id::{validate_id, IdError, MAX_ID_LEN};
 pub use key::{jitter_offset, RunKey, MAX_JITTER_MS};
+pub use logs::{
+    check_log_url, output_tail, AttemptLog, CUT_MARK, MAX_LOG_URL_LEN, MAX_OUTPUT_BYTES,
+};
 pub use names::UnknownName;
 pub use plan::{
     plan, plan_keeping_dropped, DropReason, DroppedTick, Plan, PlanInput, PlanParams, PlannedRun,
@@ -63,7 +69,10 @@ pub use problem::Problem;
 pub use retry::{RetryPolicy, RetryWait, MAX_ATTEMPTS, MAX_INTERVALS, MAX_RETRY_WAIT_S};
 pub use rules::{Calendars, MissingCalendar, ScheduleRules};
 pub use run::{Reported, RunSource, RunStatus};
-pub use spec::{Chain, ChainOn, CronField, JobKind, Spec, SpecError, HORIZON_YEAR, MIN_YEAR};
+pub use spec::{
+    weekday_name, Chain, ChainOn, CronExpr, CronField, CronItem, EveryPart, EveryUnit, JobKind,
+    Spec, SpecError, HORIZON_YEAR, MIN_YEAR,
+};
 pub use stored::{paused_reason, skip_reason, Skip};
 pub use stored::{
     Attempt, Calendar, CalendarRules, FailurePolicy, Run, RunFilter, RunRef, Schedule,

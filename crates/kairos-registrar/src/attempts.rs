@@ -1,13 +1,13 @@
 //! A run's attempts as operators see and steer them: one run with the history of its
-//! attempts (`GET /runs/{key}`), one more attempt of a finished run (`POST
+//! attempts and their logs (`GET /runs/{key}`), one more attempt of a finished run (`POST
 //! /runs/{key}/retry`, idempotent per request id), the dead letters (`GET
 //! /dead-letters`) and the late runs (`GET /runs?late=true`).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Attempt, ChangeKind, FieldChange, Run, Subject};
+use kairos_core::{Attempt, AttemptLog, ChangeKind, FieldChange, Run, Subject};
 use kairos_store::attempts::{self, DeadLetterFilter, Retried};
-use kairos_store::runs;
 use kairos_store::Tx;
+use kairos_store::{run_logs, runs};
 
 use crate::checks::check_limit;
 use crate::cursor::{self, RunPage};
@@ -23,6 +23,8 @@ pub struct RunView {
     pub history: Vec<Attempt>,
     /// Attempts its schedule allows (1 when the schedule is gone).
     pub max_attempts: i32,
+    /// The logs its executors reported, one per attempt that reported any, oldest first.
+    pub logs: Vec<AttemptLog>,
 }
 
 /// Filters of [`Registrar::dead_letters`] and [`Registrar::late_runs`], as the caller gives
@@ -50,6 +52,7 @@ impl Registrar {
             .await?
             .ok_or_else(|| unknown(key))?;
         let history = attempts::history(&mut *tx, key).await?;
+        let logs = run_logs::of_run(&mut *tx, key).await?;
         let max_attempts = kairos_store::schedules::get(&mut *tx, &run.schedule_id)
             .await?
             .map_or(1, |schedule| schedule.failure.max_attempts);
@@ -58,6 +61,7 @@ impl Registrar {
             run,
             history,
             max_attempts,
+            logs,
         })
     }
 

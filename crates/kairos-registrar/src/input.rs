@@ -270,6 +270,16 @@ pub fn derived_schedule_id(workflow_id: &str, cron_expr: &str, timezone: &str) -
     format!("{prefix}-{suffix}")
 }
 
+/// Parses a schedule spec (a `cron_expr`) as every upsert and preview does. The crates above
+/// the registrar (the operator page) read a spec through this, never through the core's
+/// parser directly, so there is one way a stored spec is read.
+///
+/// # Errors
+/// The parser's [`kairos_core::SpecError`], naming the field, the value and the rule.
+pub fn parse_spec(text: &str) -> Result<Spec, kairos_core::SpecError> {
+    Spec::parse(text)
+}
+
 /// Checks every field of `input`; returns all problems found.
 pub(crate) fn check(input: &ScheduleInput, settings: &Settings) -> Result<Checked, Vec<Problem>> {
     check_sharing(input, settings, &mut Specs::default())
@@ -286,7 +296,7 @@ impl Specs {
         if let Some(spec) = self.0.get(text) {
             return Ok(spec.clone());
         }
-        let spec = Spec::parse(text)?;
+        let spec = parse_spec(text)?;
         self.0.insert(text.to_string(), spec.clone());
         Ok(spec)
     }

@@ -22,6 +22,8 @@
 //! - [`Registrar::history`]: the history of changes. Every write records what it changed,
 //!   by whom ([`Registrar::acting_as`]) and why, in its own transaction.
 //!
+//! - [`parse_spec`]: a spec read as the checks above read it, for the page's sentence.
+//!
 //! Every error means nothing changed: each call is one transaction.
 
 mod apply;
@@ -59,10 +61,12 @@ pub use error::{Error, Problem, Result};
 pub use history::{HistoryPage, HistoryQuery};
 pub use input::MAX_DEADLINE_S;
 pub use input::{
-    derived_schedule_id, BackoffInput, DagLimit, ScheduleInput, Settings, MAX_CRON_EXPR_LEN,
-    MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
+    derived_schedule_id, parse_spec, BackoffInput, DagLimit, ScheduleInput, Settings,
+    MAX_CRON_EXPR_LEN, MAX_POLICY_LEN, MAX_TIMEZONE_LEN, RESERVED_SCHEDULE_IDS,
 };
-pub use kairos_core::{Attempt, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats, Skip};
+pub use kairos_core::{
+    Attempt, AttemptLog, Calendar, Run, RunFilter, RunRef, Schedule, ScheduleStats, Skip,
+};
 pub use overview::{
     in_flight_for, run_status, BackfillPlan, RowPage, ScheduleDetail, ScheduleRow, Upcoming,
     LIST_STATS_WINDOW,

@@ -2,7 +2,7 @@
 //! and preview.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Schedule, ScheduleStats, Spec, Timetable};
+use kairos_core::{Schedule, ScheduleStats, Timetable};
 use kairos_store::runs;
 use kairos_store::schedules::{self as store, ListFilter};
 use kairos_store::stats;
@@ -378,7 +378,7 @@ pub(crate) fn preview_timetable(
         &input.cron_expr,
         input::MAX_CRON_EXPR_LEN,
     )
-    .then(|| Spec::parse(&input.cron_expr))
+    .then(|| input::parse_spec(&input.cron_expr))
     .and_then(|parsed| {
         parsed
             .map_err(|err| problems.push(Problem::new("cron_expr", err.to_string())))

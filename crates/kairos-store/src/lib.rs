@@ -30,6 +30,7 @@ pub mod planning;
 pub mod replication;
 pub mod retention;
 mod rows;
+pub mod run_logs;
 pub mod run_search;
 pub mod runs;
 pub mod schedules;

@@ -227,7 +227,7 @@ async fn keeps_any(db: &PgPool, partition: &DayPartition, rule: &RetentionRule) 
     Ok(keeps)
 }
 
-/// Drops one day in one transaction: its attempts, retry requests and ledger keys first,
+/// Drops one day in one transaction: its attempts, logs, retry requests and ledger keys first,
 /// then, under the lock on `schedule_runs`, a re-check that no run in it is unfinished (a
 /// finished run made live again since [`keeps_any`] read it: an operator retry or a resume;
 /// each probe is one of the hot partial indexes, so it costs nothing under the lock), then the
@@ -243,6 +243,11 @@ async fn drop_day(db: &PgPool, partition: &DayPartition) -> Result<Option<u64>> 
         .await?;
     sqlx::query(&format!(
         "delete from run_attempts a using {name} r where a.idempotency_key = r.idempotency_key"
+    ))
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(&format!(
+        "delete from run_logs l using {name} r where l.idempotency_key = r.idempotency_key"
     ))
     .execute(&mut *tx)
     .await?;

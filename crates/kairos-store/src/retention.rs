@@ -47,7 +47,7 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
     // newest run, read from `schedule_runs_schedule` (at most keep_last index entries). A
     // schedule with fewer runs has no boundary (NULL), so nothing of it is deleted. Ties on
     // run_at with the boundary are kept (strict <), which can only keep more.
-    // A deleted run's attempts and retry requests go with it, in the same statement (and its
+    // A deleted run's attempts, logs and retry requests go with it, in the same statement (and its
     // ledger row in `run_keys`, if it has one, by a trigger). Victims are named by primary
     // key, (idempotency_key, run_at), so each delete probes one partition.
     let deleted: i64 = sqlx::query_scalar(
@@ -64,6 +64,8 @@ pub async fn delete_batch(db: impl PgExecutor<'_>, rule: &RetentionRule) -> Resu
            returning d.idempotency_key \
          ), attempts as ( \
            delete from run_attempts a using gone where a.idempotency_key = gone.idempotency_key \
+         ), logs as ( \
+           delete from run_logs l using gone where l.idempotency_key = gone.idempotency_key \
          ), requests as ( \
            delete from run_retry_requests q using gone \
            where q.idempotency_key = gone.idempotency_key \

@@ -2,8 +2,8 @@
 //! statement among the recent partitions, a second for keys not found there), the caller
 //! decides each report with `kairos_core::judge` in order, and
 //! [`write`] records every changed run, every finished attempt and the release of the next
-//! `QUEUED` run of each exclusive schedule whose run ended (one statement each, `unnest` of
-//! the batch). Both run in the caller's transaction, so a batch is recorded whole or not at
+//! `QUEUED` run of each exclusive schedule whose run ended, and the logs reported (one
+//! statement each, `unnest` of the batch). Both run in the caller's transaction, so a batch is recorded whole or not at
 //! all.
 //!
 //! A run another transaction holds (a dispatcher's claim that has not committed, another
@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Attempt, Reported, Run, RunStatus};
 use sqlx::PgConnection;
 
+pub use crate::run_logs::ReportedLog;
 use crate::Result;
 
 mod lock;
@@ -37,6 +38,10 @@ pub struct StatusReport {
     pub executor_id: Option<String>,
     /// Why the run failed.
     pub error: Option<String>,
+    /// A link to the attempt's logs (checked by `kairos_core::check_log_url`).
+    pub log_url: Option<String>,
+    /// The tail of the attempt's output (cut by `kairos_core::output_tail`).
+    pub output: Option<String>,
 }
 
 /// What a report did.
@@ -94,6 +99,8 @@ pub struct Writes {
     pub attempts: Vec<FinishedAttempt>,
     /// Exclusive schedules whose run ended: each releases its oldest `QUEUED` run.
     pub release: Vec<String>,
+    /// Logs reported, at most one entry per attempt.
+    pub logs: Vec<ReportedLog>,
 }
 
 /// Records `writes` at `now`; returns how many `QUEUED` runs it released (dispatchers are
@@ -104,6 +111,7 @@ pub struct Writes {
 pub async fn write(db: &mut PgConnection, writes: &Writes, now: DateTime<Utc>) -> Result<u64> {
     update_runs(db, &writes.changed).await?;
     insert_attempts(db, &writes.attempts).await?;
+    crate::run_logs::record(db, &writes.logs, now).await?;
     release_queued(db, &writes.release, now).await
 }
 

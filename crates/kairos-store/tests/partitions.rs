@@ -363,6 +363,7 @@ async fn retention_drops_deletable_days_and_falls_back_to_row_deletes() {
     .execute(&pool)
     .await
     .expect("attempt");
+    put_logs(&pool, &failed).await;
     put(&pool, "b", at("2030-01-02T10:00:00Z"), "SUCCESS", false).await;
     put(&pool, "a", at("2030-01-03T10:00:00Z"), "STARTED", false).await;
     let recent = put(&pool, "a", at("2030-01-04T10:00:00Z"), "SUCCESS", false).await;
@@ -372,7 +373,8 @@ async fn retention_drops_deletable_days_and_falls_back_to_row_deletes() {
         .execute(&pool)
         .await
         .expect("recent change");
-    put(&pool, "a", at("2029-12-01T10:00:00Z"), "SKIPPED", false).await;
+    let skipped = put(&pool, "a", at("2029-12-01T10:00:00Z"), "SKIPPED", false).await;
+    put_logs(&pool, &skipped).await;
     put(&pool, "a", at("2029-12-01T11:00:00Z"), "PENDING", false).await;
     // The newest run of `a`, in the default partition (no partition for that day).
     put(&pool, "a", at("2030-02-25T10:00:00Z"), "SUCCESS", false).await;
@@ -407,12 +409,22 @@ async fn retention_drops_deletable_days_and_falls_back_to_row_deletes() {
         count_where(&pool, "select count(*) from run_attempts").await,
         0
     );
+    assert_eq!(
+        count_where(&pool, "select count(*) from run_logs").await,
+        1,
+        "the dropped day's logs went with it"
+    );
     // The fallback deletes what the rule allows in the kept days and the default partition:
     // only the old SKIPPED run (b's run is its newest, the STARTED run is in flight, the
     // recent change is not old, the PENDING run is unfinished).
     let deleted = retention::delete_batch(&pool, &rule).await.expect("rows");
     assert_eq!(deleted, 1);
     assert_eq!(runs::count(&pool).await.expect("count"), 5);
+    assert_eq!(
+        count_where(&pool, "select count(*) from run_logs").await,
+        0,
+        "a deleted run's logs go with it"
+    );
     // Nothing more to drop: the kept days stay.
     let again = partitions::drop_old(&pool, &rule).await.expect("again");
     assert!(again.dropped.is_empty());
@@ -591,4 +603,16 @@ async fn measure_dropping_a_day_against_deleting_its_rows() {
         deleted.div_ceil(u64::from(rule.limit)),
         rule.limit
     );
+}
+
+/// Logs reported for attempt 1 of run `key`.
+async fn put_logs(pool: &PgPool, key: &str) {
+    sqlx::query(
+        "insert into run_logs (idempotency_key, attempt, log_url, output, updated_at) \
+         values ($1, 1, 'https://logs.example.com/1', 'done', now())",
+    )
+    .bind(key)
+    .execute(pool)
+    .await
+    .expect("logs");
 }

@@ -23,6 +23,7 @@
 //! This crate renders; it knows no HTTP status codes (the API maps [`kairos_registrar::Error`]).
 
 mod actions;
+mod attempt_logs;
 mod chart;
 mod history;
 mod late;

@@ -1,7 +1,8 @@
 //! One run (`/ui/runs/{key}`): what `GET /runs/{key}` answers, for a person: the status
-//! timeline, every attempt with its error and executor, the launch message of the attempt
-//! published (rebuilt by the caller, which owns the wire type), the chain parent and the
-//! runs the chain fired from it, and (for a deployer) the cancel and retry the API allows.
+//! timeline, every attempt with its error and executor, the logs executors reported
+//! (`attempt_logs.rs`), the launch message of the attempt published (rebuilt by the caller,
+//! which owns the wire type), the chain parent and the runs the chain fired from it, and
+//! (for a deployer) the cancel and retry the API allows.
 
 use chrono::{DateTime, Utc};
 use kairos_core::Attempt;
@@ -117,6 +118,7 @@ pub async fn run(
             h2 #attempts-title { "Attempts" }
             (attempts(&view))
         }
+        (crate::attempt_logs::section(&view.logs))
         section aria-labelledby="children-title" {
             h2 #children-title { "Chain children" }
             (children_list(&children))

@@ -18,7 +18,10 @@ pub use decide_reports::Item;
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
-use kairos_core::{validate_id, Problem, Reported, RunSource, RunStatus};
+use kairos_core::{
+    check_log_url, output_tail, validate_id, Problem, Reported, RunSource, RunStatus,
+    MAX_LOG_URL_LEN,
+};
 use kairos_launcher::status::{Disposition, StatusMessage};
 use kairos_registrar::fields::Fields;
 use kairos_store::dispatch::{self, ApiRun};
@@ -103,6 +106,19 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
     let error = fields.text("error", false, 0, MAX_ERROR_TEXT);
     let attempt = fields.positive("attempt", false);
     let retryable = fields.boolean("retryable", false);
+    let log_url =
+        fields
+            .text("log_url", false, 1, MAX_LOG_URL_LEN)
+            .filter(|url| match check_log_url(url) {
+                Ok(()) => true,
+                Err(rule) => {
+                    fields.problem("log_url", rule);
+                    false
+                }
+            });
+    let output = fields
+        .string("output", false)
+        .map(|text| output_tail(&text));
     let problems = fields.finish();
     match status {
         Some(status) if problems.is_empty() => Ok(StatusReport {
@@ -112,6 +128,8 @@ pub fn parse_report(key: &str, body: &Value) -> Result<StatusReport, Vec<Problem
             run_id,
             executor_id,
             error,
+            log_url,
+            output,
         }),
         _ => Err(problems),
     }

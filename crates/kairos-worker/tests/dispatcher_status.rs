@@ -27,6 +27,8 @@ fn report(status: Reported, executor: &str) -> StatusReport {
         run_id: Some("r-1".into()),
         executor_id: Some(executor.into()),
         error: (status == Reported::Failed).then(|| "boom".to_string()),
+        log_url: None,
+        output: None,
     }
 }
 

@@ -22,6 +22,8 @@ fn report(status: Reported, executor: &str) -> StatusReport {
         run_id: Some(format!("run-of-{executor}")),
         executor_id: Some(executor.into()),
         error: (status == Reported::Failed).then(|| "boom".to_string()),
+        log_url: None,
+        output: None,
     }
 }
 

@@ -5,7 +5,8 @@
 //! on up to [`Settings::concurrency`] of them at once, each in its own task (`consume.rs`):
 //! it reports `STARTED`, "runs" the DAG's nodes in dependency order while reporting
 //! `HEARTBEAT` every [`Settings::heartbeat_every`], reports `SUCCESS` or `FAILED`, and only
-//! then acknowledges the message — so a crash mid-run means redelivery. While a run works its
+//! then acknowledges the message (every heartbeat and the end report carry the run's output
+//! so far, a line per node and the failure, which kairos shows per attempt) — so a crash mid-run means redelivery. While a run works its
 //! message gets a progress ack every third of the consumer's ack wait, so a run longer than
 //! the ack wait is not redelivered and run twice. Over HTTP kairos answers `STARTED` with the
 //! run; a run that is not this attempt's and this executor's (409, finished, another attempt)
@@ -137,8 +138,9 @@ pub async fn handle(
         not_ours(launch, settings, reporter, &claim).await;
         return Handled::Ack;
     }
+    let output = Output::default();
     let result = tokio::select! {
-        result = run_with_heartbeats(launch, settings, reporter) => Some(result),
+        result = run_with_heartbeats(launch, settings, reporter, &output) => Some(result),
         () = cancelled.notified() => None,
     };
     cancels.end(key, launch.attempt);
@@ -161,6 +163,7 @@ pub async fn handle(
             }
         }
     };
+    let done = done.with_output(&output.text());
     if let Err(err) = reporter.report(key, &done).await {
         // The message is acknowledged anyway: running the DAG again would not help, and
         // without an end report kairos times the attempt out.
@@ -214,13 +217,38 @@ struct Failure {
     retryable: bool,
 }
 
-/// Runs the nodes, reporting `HEARTBEAT` every `settings.heartbeat_every` until they end.
+/// What a run printed so far: a line per node as it begins, and the failure that ended it.
+/// Every heartbeat and the end report carry it, so kairos shows the run's output.
+#[derive(Debug, Default)]
+struct Output(std::sync::Mutex<String>);
+
+impl Output {
+    fn line(&self, line: &str) {
+        let mut text = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        text.push_str(line);
+        text.push('\n');
+    }
+
+    fn text(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Runs the nodes, reporting `HEARTBEAT` with the output so far every
+/// `settings.heartbeat_every` until they end.
 async fn run_with_heartbeats(
     launch: &Launch,
     settings: &Settings,
     reporter: &Reporter,
+    output: &Output,
 ) -> Result<(), Failure> {
-    let work = run_nodes(launch);
+    let work = run_nodes(launch, output);
     tokio::pin!(work);
     let first_beat = tokio::time::Instant::now() + settings.heartbeat_every;
     let mut beats = tokio::time::interval_at(first_beat, settings.heartbeat_every);
@@ -231,16 +259,17 @@ async fn run_with_heartbeats(
     loop {
         tokio::select! {
             result = &mut work => return result,
-            _ = beats.tick() => heartbeat(launch, settings, reporter).await,
+            _ = beats.tick() => heartbeat(launch, settings, reporter, output).await,
         }
     }
 }
 
 /// Sends one `HEARTBEAT`. A lost one is only logged: the next may get through, and if none
 /// does, kairos times the attempt out, which is what heartbeats are for.
-async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter) {
+async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter, output: &Output) {
     let key = &launch.idempotency_key;
-    let beat = StatusUpdate::new(Status::Heartbeat, &settings.executor_id, launch.attempt);
+    let beat = StatusUpdate::new(Status::Heartbeat, &settings.executor_id, launch.attempt)
+        .with_output(&output.text());
     match reporter.report(key, &beat).await {
         Ok(Outcome::Accepted(_)) => {}
         Ok(Outcome::OwnedByAnother) => {
@@ -253,7 +282,15 @@ async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter) {
     }
 }
 
-async fn run_nodes(launch: &Launch) -> Result<(), Failure> {
+async fn run_nodes(launch: &Launch, output: &Output) -> Result<(), Failure> {
+    let result = run_nodes_in_order(launch, output).await;
+    if let Err(failure) = &result {
+        output.line(&failure.error);
+    }
+    result
+}
+
+async fn run_nodes_in_order(launch: &Launch, output: &Output) -> Result<(), Failure> {
     // The DAG is the same in every attempt: one that cannot be ordered never will be.
     let order = dependency_order(&launch.dag).map_err(|error| Failure {
         error,
@@ -266,12 +303,11 @@ async fn run_nodes(launch: &Launch) -> Result<(), Failure> {
             .cloned()
             .unwrap_or_default();
         let sleep_ms = spec["sleep_ms"].as_u64().unwrap_or(0);
+        let action = spec["action"].as_str().unwrap_or("no action");
+        output.line(&format!("node {node} ({action})"));
         println!(
-            "executor: {} {} attempt {} node {node} ({})",
-            launch.workflow_id,
-            launch.scheduled_for,
-            launch.attempt,
-            spec["action"].as_str().unwrap_or("no action")
+            "executor: {} {} attempt {} node {node} ({action})",
+            launch.workflow_id, launch.scheduled_for, launch.attempt
         );
         tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
         node_outcome(node, &spec, launch.attempt)?;

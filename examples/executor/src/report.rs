@@ -40,6 +40,10 @@ pub struct StatusUpdate {
     /// run at once); absent, the schedule's retry policy decides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
+    /// The run's output so far (kairos keeps its last 16 KiB, per attempt, for the run page,
+    /// `GET /runs/{key}` and `kairos runs logs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 impl StatusUpdate {
@@ -52,7 +56,14 @@ impl StatusUpdate {
             idempotency_key: None,
             error: None,
             retryable: None,
+            output: None,
         }
+    }
+
+    /// Adds the run's output so far.
+    pub fn with_output(mut self, output: &str) -> Self {
+        self.output = Some(output.to_string());
+        self
     }
 
     /// Adds the failure reason.

@@ -4,7 +4,7 @@
 //! its last attempt, a fatal failure (`"retryable": false`) is dead-lettered after the
 //! first, heartbeats keep a run alive past its schedule's `heartbeat_timeout_s`, and an
 //! operator's cancel stops a long run, which the executor reports `CANCELLED` (never
-//! retried).
+//! retried). Each attempt's output reaches kairos's logs.
 //!
 //! Each scenario runs once per executor (`<scenario>::rust`, `<scenario>::python`); the
 //! Python one needs `python3` with nats-py (`scripts/test` installs it).
@@ -14,7 +14,7 @@ mod kairos_support;
 use std::time::Duration;
 
 use kairos_core::RunStatus;
-use kairos_store::attempts;
+use kairos_store::{attempts, run_logs};
 use kairos_support::{Executor, Kairos, Policy};
 use serde_json::{json, Value};
 
@@ -113,6 +113,22 @@ async fn flaky_job_succeeds_on_attempt_3(executor: Executor) {
     assert_eq!(
         history,
         [failed(1), failed(2), (3, RunStatus::Success, None)]
+    );
+    // Each attempt's output, as the executor sent it with its end report.
+    let outputs: Vec<_> = run_logs::of_run(&kairos.pool, &key)
+        .await
+        .expect("logs")
+        .into_iter()
+        .map(|log| (log.attempt, log.output.unwrap_or_default()))
+        .collect();
+    let nodes = "node extract (no action)\nnode load (no action)\n";
+    let failed_output = |n: i32| {
+        let error = format!("node load failed on attempt {n} (fails until attempt 3)");
+        (n, format!("{nodes}{error}\n"))
+    };
+    assert_eq!(
+        outputs,
+        [failed_output(1), failed_output(2), (3, nodes.to_string())]
     );
     assert_eq!(
         kairos.launches().await,

@@ -129,6 +129,27 @@ impl Served {
         served
     }
 
+    /// Runs `sql` in the served database with `psql` (for a state no API call makes).
+    ///
+    /// # Panics
+    /// When `psql` fails.
+    pub fn psql(&self, sql: &str) {
+        let url = format!(
+            "{}/{}",
+            self.base.rsplit_once('/').expect("url with a database").0,
+            self.db_name
+        );
+        let out = Command::new("psql")
+            .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", sql])
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Polls `GET path` until its answer contains `expected` (at most 30 s); the answer.
     ///
     /// # Panics

@@ -35,8 +35,9 @@ impl CronField {
         }
     }
 
-    /// Smallest and largest value a plain number may take in this field.
-    pub(crate) fn bounds(self) -> (u32, u32) {
+    /// Smallest and largest value a plain number may take in this field (day-of-week: 0 to
+    /// 7, both Sunday); `*` and `*/n` span them.
+    pub fn bounds(self) -> (u32, u32) {
         match self {
             CronField::Second | CronField::Minute => (0, 59),
             CronField::Hour => (0, 23),

@@ -5,16 +5,19 @@
 
 mod after;
 mod calendar;
+mod cron;
 mod error;
 mod every;
 mod syntax;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, FixedOffset, NaiveDate};
 use std::sync::Arc;
 
 pub use after::{Chain, ChainOn};
 pub(crate) use calendar::{Calendar, Days, WallGap};
+pub use cron::{weekday_name, CronExpr, CronItem};
 pub use error::{CronField, SpecError};
+pub use every::{EveryPart, EveryUnit};
 
 /// First year a schedule can fire in.
 pub const MIN_YEAR: i32 = 1970;
@@ -45,12 +48,17 @@ pub(crate) enum Rule {
     Cron {
         calendar: Arc<Calendar>,
         kind: JobKind,
+        /// The items the calendar was built from.
+        expr: Arc<CronExpr>,
     },
     Every {
         seconds: i64,
+        /// The duration as written, part by part.
+        parts: Vec<EveryPart>,
     },
     At {
-        at: DateTime<Utc>,
+        /// The instant, with the offset it was written with.
+        at: DateTime<FixedOffset>,
     },
     After(Chain),
 }
@@ -67,9 +75,13 @@ impl Spec {
             return Err(SpecError::Empty);
         }
         let rule = match trimmed.split_once(char::is_whitespace) {
-            Some((word, rest)) if word.eq_ignore_ascii_case("@every") => Rule::Every {
-                seconds: every::parse_duration(rest.trim())?,
-            },
+            Some((word, rest)) if word.eq_ignore_ascii_case("@every") => {
+                let parts = every::parse_duration(rest.trim())?;
+                Rule::Every {
+                    seconds: every::total_seconds(&parts),
+                    parts,
+                }
+            }
             Some((word, rest)) if word.eq_ignore_ascii_case("@at") => Rule::At {
                 at: every::parse_at(rest.trim())?,
             },
@@ -106,13 +118,40 @@ impl Spec {
             _ => None,
         }
     }
+
+    /// The items of a cron spec's fields (a nickname as the expression it stands for);
+    /// `None` for `@every`, `@at` and `@after`.
+    pub fn cron(&self) -> Option<&CronExpr> {
+        match &self.rule {
+            Rule::Cron { expr, .. } => Some(expr),
+            _ => None,
+        }
+    }
+
+    /// The duration of an `@every` spec as written, part by part (`1h30m`: 1 hour, then 30
+    /// minutes); `None` for other specs.
+    pub fn every(&self) -> Option<&[EveryPart]> {
+        match &self.rule {
+            Rule::Every { parts, .. } => Some(parts),
+            _ => None,
+        }
+    }
+
+    /// The instant of an `@at` spec, with the UTC offset it was written with; `None` for
+    /// other specs.
+    pub fn at(&self) -> Option<DateTime<FixedOffset>> {
+        match &self.rule {
+            Rule::At { at } => Some(*at),
+            _ => None,
+        }
+    }
 }
 
 fn cron_rule(written: &str, expr: &str) -> Result<Rule, SpecError> {
     let text = syntax::read(expr)?;
     // Every field passed our own rules, so the matcher refusing is rare; name the whole
     // expression rather than guess a field.
-    let calendar = Calendar::new(&text.normalized).map_err(|err| SpecError::Calendar {
+    let calendar = Calendar::new(&text.expr.numeric()).map_err(|err| SpecError::Calendar {
         expr: written.to_string(),
         reason: err.to_string(),
     })?;
@@ -127,6 +166,7 @@ fn cron_rule(written: &str, expr: &str) -> Result<Rule, SpecError> {
     Ok(Rule::Cron {
         calendar: Arc::new(calendar),
         kind: text.kind,
+        expr: Arc::new(text.expr),
     })
 }
 
@@ -170,5 +210,67 @@ mod tests {
             }
             _ => panic!("a cron expression parses to a cron rule"),
         }
+    }
+
+    #[test]
+    fn a_cron_spec_keeps_the_items_its_calendar_was_built_from() {
+        let spec = Spec::parse("0 0 1-7,L * +mon,5l,fri#3").expect("parses");
+        let expr = spec.cron().expect("a cron spec");
+        assert_eq!(expr.field(CronField::Second), [CronItem::Value(0)]);
+        assert_eq!(expr.field(CronField::Hour), [CronItem::Value(0)]);
+        assert_eq!(
+            expr.field(CronField::DayOfMonth),
+            [CronItem::Range(1, 7), CronItem::LastDay]
+        );
+        assert_eq!(expr.field(CronField::Month), [CronItem::Any]);
+        assert_eq!(
+            expr.field(CronField::DayOfWeek),
+            [CronItem::Value(1), CronItem::LastOf(5), CronItem::Nth(5, 3)]
+        );
+        assert_eq!(expr.field(CronField::Year), [CronItem::Any]);
+        assert!(expr.both_days());
+        assert_eq!(expr.numeric(), "0 0 0 1-7,L * +1,5#L,5#3 *");
+    }
+
+    #[test]
+    fn a_nickname_reads_as_the_expression_it_stands_for() {
+        let weekly = Spec::parse("@weekly").expect("parses");
+        let expr = weekly.cron().expect("a cron spec");
+        assert_eq!(expr.field(CronField::DayOfWeek), [CronItem::Value(0)]);
+        assert_eq!(expr.field(CronField::DayOfMonth), [CronItem::Any]);
+        assert!(!expr.both_days());
+    }
+
+    #[test]
+    fn weekdays_are_named_as_cron_numbers_them() {
+        assert_eq!(weekday_name(0), Some("Sunday"));
+        assert_eq!(weekday_name(5), Some("Friday"));
+        assert_eq!(weekday_name(7), Some("Sunday"));
+        assert_eq!(weekday_name(8), None);
+    }
+
+    #[test]
+    fn every_keeps_its_parts_and_at_its_offset() {
+        let every = Spec::parse("@every 1h30m").expect("parses");
+        let parts = every.every().expect("an @every spec");
+        assert_eq!(
+            parts,
+            [
+                EveryPart {
+                    amount: 1,
+                    unit: EveryUnit::Hour
+                },
+                EveryPart {
+                    amount: 30,
+                    unit: EveryUnit::Minute
+                }
+            ]
+        );
+        assert!(matches!(every.rule, Rule::Every { seconds: 5_400, .. }));
+        let at = Spec::parse("@at 2026-03-09T09:00:00+02:00").expect("parses");
+        let instant = at.at().expect("an @at spec");
+        assert_eq!(instant.to_rfc3339(), "2026-03-09T09:00:00+02:00");
+        assert_eq!(instant.timestamp(), 1_773_039_600);
+        assert!(every.cron().is_none() && at.every().is_none() && every.at().is_none());
     }
 }

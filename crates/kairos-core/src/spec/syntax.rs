@@ -1,19 +1,21 @@
 //! Our own reading of the cron text, before `croner` sees it: every rule of docs/design.md §4.1
 //! checked field by field so an error names the field, the value and the rule, then the
-//! expression rewritten as the 7 numeric fields `croner` parses unambiguously.
+//! expression read into its items ([`CronExpr`]), from which `croner` gets the 7 numeric
+//! fields it parses unambiguously.
 
+use super::cron::{weekday_name, CronExpr, CronItem};
 use super::{CronField, JobKind, SpecError};
 
 /// A cron expression that passed the syntax rules.
 #[derive(Debug, Clone)]
 pub(crate) struct CronText {
-    /// `sec min hour dom mon dow year`, names replaced by numbers, `?` by `*`.
-    pub(crate) normalized: String,
+    /// The fields' items, names replaced by numbers, `?` by `*`.
+    pub(crate) expr: CronExpr,
     /// Fixed-time or wildcard (docs/design.md §4 rule 4).
     pub(crate) kind: JobKind,
 }
 
-/// Checks a 5, 6 or 7 field expression and rewrites it for `croner`.
+/// Checks a 5, 6 or 7 field expression and reads it into its items.
 pub(crate) fn read(expr: &str) -> Result<CronText, SpecError> {
     let fields: Vec<&str> = expr.split_whitespace().collect();
     let (second, rest, year) = match fields.len() {
@@ -24,18 +26,18 @@ pub(crate) fn read(expr: &str) -> Result<CronText, SpecError> {
     };
     let [minute, hour, dom, month, dow] = [rest[0], rest[1], rest[2], rest[3], rest[4]];
 
-    let second_n = match second {
-        Some(text) => normalize_field(CronField::Second, text)?,
-        None => "0".to_string(),
+    let second_items = match second {
+        Some(text) => read_field(CronField::Second, text)?.0,
+        None => vec![CronItem::Value(0)],
     };
-    let minute_n = normalize_field(CronField::Minute, minute)?;
-    let hour_n = normalize_field(CronField::Hour, hour)?;
-    let dom_n = normalize_field(CronField::DayOfMonth, dom)?;
-    let month_n = normalize_field(CronField::Month, month)?;
-    let dow_n = normalize_field(CronField::DayOfWeek, dow)?;
-    let year_n = match year {
-        Some(text) => normalize_field(CronField::Year, text)?,
-        None => "*".to_string(),
+    let minute_items = read_field(CronField::Minute, minute)?.0;
+    let hour_items = read_field(CronField::Hour, hour)?.0;
+    let dom_items = read_field(CronField::DayOfMonth, dom)?.0;
+    let month_items = read_field(CronField::Month, month)?.0;
+    let (dow_items, both_days) = read_field(CronField::DayOfWeek, dow)?;
+    let year_items = match year {
+        Some(text) => read_field(CronField::Year, text)?.0,
+        None => vec![CronItem::Any],
     };
     check_day_fields(dom, dow)?;
 
@@ -46,8 +48,19 @@ pub(crate) fn read(expr: &str) -> Result<CronText, SpecError> {
     } else {
         JobKind::FixedTime
     };
-    let normalized = format!("{second_n} {minute_n} {hour_n} {dom_n} {month_n} {dow_n} {year_n}");
-    Ok(CronText { normalized, kind })
+    let expr = CronExpr::new(
+        [
+            second_items,
+            minute_items,
+            hour_items,
+            dom_items,
+            month_items,
+            dow_items,
+            year_items,
+        ],
+        both_days,
+    );
+    Ok(CronText { expr, kind })
 }
 
 /// A day field restricts days unless it is `*` or `?`.
@@ -74,10 +87,11 @@ fn check_day_fields(dom: &str, dow: &str) -> Result<(), SpecError> {
     Ok(())
 }
 
-fn normalize_field(field: CronField, text: &str) -> Result<String, SpecError> {
+/// A field's items, and whether it began with `+` (day-of-week only).
+fn read_field(field: CronField, text: &str) -> Result<(Vec<CronItem>, bool), SpecError> {
     let upper = text.to_ascii_uppercase();
-    let (and_prefix, body) = match upper.strip_prefix('+') {
-        Some(body) if field == CronField::DayOfWeek => ("+", body),
+    let (both_days, body) = match upper.strip_prefix('+') {
+        Some(body) if field == CronField::DayOfWeek => (true, body),
         Some(_) => {
             return Err(SpecError::field(
                 field,
@@ -85,7 +99,7 @@ fn normalize_field(field: CronField, text: &str) -> Result<String, SpecError> {
                 "'+' is only allowed before the day-of-week field (it means: both day fields must match)",
             ))
         }
-        None => ("", upper.as_str()),
+        None => (false, upper.as_str()),
     };
     let items: Vec<&str> = body.split(',').collect();
     let mut out = Vec::with_capacity(items.len());
@@ -100,17 +114,17 @@ fn normalize_field(field: CronField, text: &str) -> Result<String, SpecError> {
                 format!("'{item}' must stand alone, not in a list"),
             ));
         }
-        out.push(normalize_item(field, text, item)?);
+        out.push(read_item(field, text, item)?);
     }
-    Ok(format!("{and_prefix}{}", out.join(",")))
+    Ok((out, both_days))
 }
 
-fn normalize_item(field: CronField, text: &str, item: &str) -> Result<String, SpecError> {
+fn read_item(field: CronField, text: &str, item: &str) -> Result<CronItem, SpecError> {
     let err = |rule: String| SpecError::field(field, text, rule);
     let is_day = matches!(field, CronField::DayOfMonth | CronField::DayOfWeek);
     match item {
-        "*" => return Ok("*".into()),
-        "?" if is_day => return Ok("*".into()),
+        "*" => return Ok(CronItem::Any),
+        "?" if is_day => return Ok(CronItem::Any),
         "?" => {
             return Err(err(
                 "'?' is only allowed in the day-of-month and day-of-week fields".into(),
@@ -121,8 +135,10 @@ fn normalize_item(field: CronField, text: &str, item: &str) -> Result<String, Sp
     if let Some((base, step)) = item.split_once('/') {
         let step = parse_step(field, step).map_err(err)?;
         return match base {
-            "*" => Ok(format!("*/{step}")),
-            _ if base.contains('-') => Ok(format!("{}/{step}", range(field, base).map_err(err)?)),
+            "*" => Ok(CronItem::Step(None, step)),
+            _ if base.contains('-') => {
+                Ok(CronItem::Step(Some(range(field, base).map_err(err)?), step))
+            }
             _ => {
                 let (_, max) = field.bounds();
                 Err(err(format!(
@@ -143,15 +159,18 @@ fn normalize_item(field: CronField, text: &str, item: &str) -> Result<String, Sp
         }
     }
     if item.contains('-') {
-        return range(field, item).map_err(err);
+        let (start, end) = range(field, item).map_err(err)?;
+        return Ok(CronItem::Range(start, end));
     }
-    Ok(value(field, item, false).map_err(err)?.to_string())
+    Ok(CronItem::Value(value(field, item, false).map_err(err)?))
 }
 
 /// `L`, `LW`, `nW` in day-of-month.
-fn day_of_month_special(item: &str) -> Result<Option<String>, String> {
-    if item == "L" || item == "LW" {
-        return Ok(Some(item.to_string()));
+fn day_of_month_special(item: &str) -> Result<Option<CronItem>, String> {
+    match item {
+        "L" => return Ok(Some(CronItem::LastDay)),
+        "LW" => return Ok(Some(CronItem::LastWeekday)),
+        _ => {}
     }
     if item.starts_with('L') {
         return Err(format!(
@@ -160,7 +179,7 @@ fn day_of_month_special(item: &str) -> Result<Option<String>, String> {
     }
     if let Some(day) = item.strip_suffix('W') {
         let day = number(CronField::DayOfMonth, day)?;
-        return Ok(Some(format!("{day}W")));
+        return Ok(Some(CronItem::NearestWeekday(day)));
     }
     if item.contains('W') || item.contains('#') {
         return Err(format!("'{item}' is not a day-of-month value"));
@@ -169,7 +188,7 @@ fn day_of_month_special(item: &str) -> Result<Option<String>, String> {
 }
 
 /// `dL` (last weekday d of the month), `d#n`, `d#L` in day-of-week.
-fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
+fn day_of_week_special(item: &str) -> Result<Option<CronItem>, String> {
     if item == "L" {
         return Err(
             "a bare 'L' in day-of-week is ambiguous: write 'nL' for the last weekday n of \
@@ -188,10 +207,10 @@ fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
     if let Some((day, nth)) = item.split_once('#') {
         let day = special(day)?;
         if nth == "L" {
-            return Ok(Some(format!("{day}#L")));
+            return Ok(Some(CronItem::LastOf(day)));
         }
         return match nth.parse::<u32>() {
-            Ok(n @ 1..=5) => Ok(Some(format!("{day}#{n}"))),
+            Ok(n @ 1..=5) => Ok(Some(CronItem::Nth(day, n))),
             _ => Err(format!(
                 "'#{nth}' must be #1 to #5 or #L (the n-th or last weekday of the month)"
             )),
@@ -204,14 +223,11 @@ fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
             return Err(format!(
                 "'{item}' is not a form: write the weekday number before L \
                  ({number}L = last {}, or {day}#L)",
-                WEEKDAY_WORDS
-                    .get(number as usize)
-                    .copied()
-                    .unwrap_or_default()
+                weekday_name(number).unwrap_or_default()
             ));
         }
         let day = special(day)?;
-        return Ok(Some(format!("{day}L")));
+        return Ok(Some(CronItem::LastOf(day)));
     }
     // `WED` is a name, not a `W`: the nearest-weekday modifier is a `W` beside a number
     // or `L` (`5W`, `W5`, `LW`) or alone. A word of letters is left to the name lookup,
@@ -229,16 +245,6 @@ fn day_of_week_special(item: &str) -> Result<Option<String>, String> {
 
 /// Weekday names as `value` reads them (upper case; `SUN` is 0).
 const WEEKDAY_NAMES: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
-/// The same days in words, for messages.
-const WEEKDAY_WORDS: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
 
 /// The number of an upper-case weekday name (`WED` is 3); `None` for anything else.
 fn weekday_number(text: &str) -> Option<u32> {
@@ -248,7 +254,8 @@ fn weekday_number(text: &str) -> Option<u32> {
         .and_then(|i| u32::try_from(i).ok())
 }
 
-fn range(field: CronField, item: &str) -> Result<String, String> {
+/// `a-b` as its two ends.
+fn range(field: CronField, item: &str) -> Result<(u32, u32), String> {
     let (start, end) = item
         .split_once('-')
         .ok_or_else(|| format!("'{item}' is not a range"))?;
@@ -264,7 +271,7 @@ fn range(field: CronField, item: &str) -> Result<String, String> {
             "range {start}-{end} runs backwards: write it low to high (or as a list)"
         ));
     }
-    Ok(format!("{start}-{end}"))
+    Ok((start, end))
 }
 
 fn parse_step(field: CronField, step: &str) -> Result<u32, String> {

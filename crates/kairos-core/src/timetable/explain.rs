@@ -134,7 +134,7 @@ impl Timetable {
             rolled_from: None,
             dst: None,
         };
-        let Rule::Cron { calendar, kind } = &self.spec.rule else {
+        let Rule::Cron { calendar, kind, .. } = &self.spec.rule else {
             return note;
         };
         let Some(wall) = dst::local(self.zone, tick.timestamp()) else {

@@ -133,7 +133,7 @@ impl Timetable {
     /// next tick (`@every`, `@at`), within the window and the horizon.
     fn next_kept_by_days(&self, after_s: i64) -> Option<DateTime<Utc>> {
         let next = match &self.spec.rule {
-            Rule::Cron { calendar, kind } => {
+            Rule::Cron { calendar, kind, .. } => {
                 let policy = dst::DstPolicy::of(*kind, self.dst_gap, self.dst_fold);
                 let days = days::RolledDays {
                     exclusions: &self.exclusions,
@@ -141,7 +141,7 @@ impl Timetable {
                 };
                 dst::next_tick(calendar, policy, &days, self.zone, after_s)
             }
-            Rule::Every { seconds } => Some(next_every(self.anchor, *seconds, after_s)),
+            Rule::Every { seconds, .. } => Some(next_every(self.anchor, *seconds, after_s)),
             Rule::At { at } => (at.timestamp() > after_s).then_some(at.timestamp()),
             // A chained trigger fires after its parent's runs, never by the clock.
             Rule::After(_) => None,
@@ -231,7 +231,7 @@ impl Timetable {
     pub fn min_gap_floor(&self) -> Option<Duration> {
         match &self.spec.rule {
             Rule::Cron { calendar, .. } => calendar.gap_floor().map(Duration::seconds),
-            Rule::Every { seconds } => Some(Duration::seconds(*seconds)),
+            Rule::Every { seconds, .. } => Some(Duration::seconds(*seconds)),
             Rule::At { .. } | Rule::After(_) => None,
         }
     }
@@ -272,7 +272,7 @@ impl Timetable {
                     later,
                 })
             }
-            Rule::Every { seconds } => {
+            Rule::Every { seconds, .. } => {
                 let first = next_every(self.anchor, *seconds, from.timestamp() - 1);
                 Some(MinGap {
                     gap: Duration::seconds(*seconds),

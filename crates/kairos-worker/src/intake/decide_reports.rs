@@ -11,7 +11,8 @@ use kairos_core::{
     Verdict,
 };
 use kairos_store::status::{
-    Applied, Changed, FinishedAttempt, Holders, Locked, LockedRun, StatusReport, Writes,
+    Applied, Changed, FinishedAttempt, Holders, Locked, LockedRun, ReportedLog, StatusReport,
+    Writes,
 };
 
 /// One report of a batch: the run's key and what was reported.
@@ -60,6 +61,7 @@ pub(crate) fn decide_reports(locked: &mut Locked, items: &[Item]) -> Folded {
             folded.answers.push(Answer::Decided(Applied::NotFound));
             continue;
         };
+        let attempt = entry.run.attempt;
         let outcome = decide(
             entry,
             &item.report,
@@ -67,6 +69,9 @@ pub(crate) fn decide_reports(locked: &mut Locked, items: &[Item]) -> Folded {
             now,
             &mut folded.writes,
         );
+        if outcome.takes_logs {
+            take_logs(&mut folded.writes.logs, &item.key, attempt, &item.report);
+        }
         if outcome.changed && changed.insert(item.key.clone()) {
             order.push(item.key.clone());
         }
@@ -86,6 +91,37 @@ struct Outcome {
     applied: Applied,
     /// The row changed.
     changed: bool,
+    /// The report's logs belong to the attempt: it is the one in progress (or the one the
+    /// report ended), and the report is from its owner (or nobody owns it yet).
+    takes_logs: bool,
+}
+
+/// Adds what `report` said of the logs of `key`'s `attempt` to `logs`, merged with an
+/// earlier report of the batch about the same attempt (a field the later one has wins).
+fn take_logs(logs: &mut Vec<ReportedLog>, key: &str, attempt: i32, report: &StatusReport) {
+    if report.log_url.is_none() && report.output.is_none() {
+        return;
+    }
+    let same = logs
+        .iter_mut()
+        .rev()
+        .find(|log| log.attempt == attempt && log.idempotency_key == key);
+    match same {
+        Some(log) => {
+            if report.log_url.is_some() {
+                log.log_url.clone_from(&report.log_url);
+            }
+            if report.output.is_some() {
+                log.output.clone_from(&report.output);
+            }
+        }
+        None => logs.push(ReportedLog {
+            idempotency_key: key.to_string(),
+            attempt,
+            log_url: report.log_url.clone(),
+            output: report.output.clone(),
+        }),
+    }
 }
 
 /// One report against one run: the verdict, and when it applies, its effect on the run, on
@@ -118,9 +154,18 @@ fn decide(
     let unchanged = |applied| Outcome {
         applied,
         changed: false,
+        takes_logs: false,
+    };
+    let from_owner = match (report.executor_id.as_deref(), run.executor_id.as_deref()) {
+        (Some(reporter), Some(owner)) => reporter == owner,
+        _ => true,
     };
     match judge(&facts, &reported, now) {
-        Verdict::Stale | Verdict::Noop => unchanged(Applied::Unchanged(run.clone())),
+        Verdict::Noop => Outcome {
+            takes_logs: from_owner,
+            ..unchanged(Applied::Unchanged(run.clone()))
+        },
+        Verdict::Stale => unchanged(Applied::Unchanged(run.clone())),
         Verdict::Unpublished => unchanged(Applied::Unpublished(run.clone())),
         Verdict::Conflict => unchanged(Applied::Conflict {
             owner: run.executor_id.clone().unwrap_or_default(),
@@ -141,6 +186,7 @@ fn decide(
             Outcome {
                 applied: Applied::Moved(run.clone()),
                 changed: true,
+                takes_logs: from_owner,
             }
         }
         Verdict::Apply => {
@@ -179,6 +225,7 @@ fn decide(
             Outcome {
                 applied: Applied::Moved(run.clone()),
                 changed: true,
+                takes_logs: from_owner,
             }
         }
     }

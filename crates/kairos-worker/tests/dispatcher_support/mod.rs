@@ -235,6 +235,8 @@ pub async fn report(
         run_id: None,
         executor_id: Some(executor.into()),
         error: None,
+        log_url: None,
+        output: None,
     };
     kairos_worker::intake::Intake::new(pool.clone())
         .report(key, &report)
