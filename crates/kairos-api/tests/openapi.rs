@@ -107,6 +107,75 @@ fn the_document_is_self_contained() {
     }
 }
 
+/// Every enum that allows null is a named component referred to with
+/// `anyOf: [{$ref}, {type: null}]`: written inline (`type: [string, null]` with `null` among
+/// the values) a client generator makes a class per place, and several per nullable union.
+/// `scripts/openapi-normalize` rewrites a document into this shape.
+#[test]
+fn nullable_enums_are_named_components() {
+    fn walk(value: &Value, at: String, inline: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                let nullable = map
+                    .get("enum")
+                    .and_then(Value::as_array)
+                    .is_some_and(|values| values.contains(&Value::Null));
+                if nullable {
+                    inline.push(at.clone());
+                }
+                for (key, child) in map {
+                    walk(child, format!("{at}/{key}"), inline);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, format!("{at}/{i}"), inline);
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc = doc();
+    let mut inline = Vec::new();
+    walk(&doc, String::new(), &mut inline);
+    assert!(
+        inline.is_empty(),
+        "inline nullable enums (run scripts/openapi-normalize): {inline:#?}"
+    );
+    let schemas = &doc["components"]["schemas"];
+    let policy = &schemas["UpsertRequest"]["properties"]["overlap_policy"];
+    assert_eq!(
+        policy["anyOf"],
+        json!([{"$ref": "#/components/schemas/OverlapPolicy"}, {"type": "null"}])
+    );
+    assert_eq!(
+        schemas["OverlapPolicy"],
+        json!({"type": "string", "enum": ["allow", "skip", "queue", "buffer_one", "cancel_other"]})
+    );
+}
+
+/// A call may carry a bearer token or none (`auth.mode = none` answers every route without
+/// one): that is the document's default, which every operation that requires a role takes
+/// by stating no `security` of its own; routes open to anyone state `security: []`
+/// (`routes.rs` holds both to the router).
+#[test]
+fn security_is_a_bearer_token_or_none() {
+    let doc = doc();
+    assert_eq!(doc["security"], json!([{"bearer": []}, {}]));
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            if let Some(security) = op.get("security") {
+                assert_eq!(security, &json!([]), "{method} {path}");
+            } else {
+                assert!(
+                    op["responses"].get("401").is_some(),
+                    "{method} {path}: a route that needs a token declares 401"
+                );
+            }
+        }
+    }
+}
+
 /// `components/schemas/Dag` (with `DagNode` and `DagNodeId`) is `schemas/dag.schema.json`,
 /// which executors read, with its `$defs` moved into the components.
 #[test]

@@ -9,7 +9,10 @@
 //!   preview, pause and resume, trigger, backfill, a schedule's runs page by page, cancel, run
 //!   detail, a dead letter made by the executor and retried, calendars, refusals. Every client
 //!   raises on a status the document does not declare, every answer is parsed into the
-//!   generated models, and an answer field the document does not declare fails the tour.
+//!   generated models, and an answer field the document does not declare fails the tour. The
+//!   tour first checks the generated code (one class per nullable enum, every operation
+//!   taking a plain `Client`), and runs twice: with a bearer token per role, and with plain
+//!   clients and no credentials against a second server in `auth.mode = none`.
 //! - TypeScript: `openapi-typescript` turns the served document into `schema.d.ts`,
 //!   `tests/clients/typescript/tour.ts` is type-checked against it (`strict`), compiled and
 //!   run with node through `openapi-fetch`: deploy a workflow with a schedule, trigger a run.
@@ -41,7 +44,6 @@ fn repo_root() -> PathBuf {
 
 /// `kairos serve` with every role a client's tour needs, and a token per role.
 fn serve(db_tag: &str, dir: &Path) -> Served {
-    let config = dir.join("kairos.toml");
     let mut text = String::from("[auth]\nmode = \"tokens\"\n");
     for (name, role, token) in [
         ("compiler", "deployer", DEPLOYER),
@@ -53,7 +55,18 @@ fn serve(db_tag: &str, dir: &Path) -> Served {
             sha256_hex(token)
         );
     }
-    std::fs::write(&config, text).expect("write config");
+    serve_with(db_tag, dir, &text)
+}
+
+/// `kairos serve` with every role a client's tour needs, with no authentication: every
+/// route answers a call without credentials.
+fn serve_open(db_tag: &str, dir: &Path) -> Served {
+    serve_with(db_tag, dir, "[auth]\nmode = \"none\"\n")
+}
+
+fn serve_with(db_tag: &str, dir: &Path, config_text: &str) -> Served {
+    let config = dir.join(format!("kairos-{db_tag}.toml"));
+    std::fs::write(&config, config_text).expect("write config");
     let config = config.to_str().expect("utf8 path");
     let mut served = Served::launch_with(
         "api,planner,dispatcher,status",
@@ -161,6 +174,22 @@ fn python_client_generated_from_the_served_document_runs_the_operator_tour() {
         dir.path(),
     );
     assert!(output.contains("tour complete"), "{output}");
+    drop(served);
+
+    // The same client, with no credentials, against a server that reads none.
+    let open = serve_open("pyclient_open", dir.path());
+    let output = run(
+        "python tour without auth",
+        Command::new("python3")
+            .arg(client_dir.join("tour.py"))
+            .env("PYTHONPATH", dir.path())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("KAIROS_URL", format!("http://127.0.0.1:{}", open.port))
+            .env("KAIROS_AUTH_MODE", "none"),
+        dir.path(),
+    );
+    assert!(output.contains("tour complete"), "{output}");
+    assert!(output.contains("auth.mode = none"), "{output}");
 }
 
 #[test]

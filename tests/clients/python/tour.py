@@ -5,24 +5,37 @@ server (no hand-written HTTP), every client raises on a status the document does
 (`raise_on_unexpected_status=True`), and every answer is parsed into the generated models,
 so a missing required field, an enum value or a timestamp the document does not allow fails
 the parse. Each parsed answer must also carry no field the document leaves undeclared.
+Before any call the tour checks the shape of the generated code: each nullable enum of the
+document is one class, and every operation takes a plain `Client` as well as an
+`AuthenticatedClient`.
 
-Environment: KAIROS_URL (the server), KAIROS_DEPLOYER_TOKEN, KAIROS_EXECUTOR_TOKEN and
-KAIROS_READER_TOKEN (bearer tokens of those roles); `kairos_client` must be importable.
+Environment: KAIROS_URL (the server) and `kairos_client` importable, then either
+KAIROS_DEPLOYER_TOKEN, KAIROS_EXECUTOR_TOKEN and KAIROS_READER_TOKEN (bearer tokens of those
+roles, for a server with auth on), or KAIROS_AUTH_MODE=none (for a server with
+`auth.mode = none`): every call then goes through a plain `Client` with no credentials, and
+the refusals of a role or of a bad token are not part of the tour.
 Each step prints one line; the first failure prints its traceback and exits 1.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
+import importlib
+import inspect
 import os
+import pkgutil
 import sys
 import time
 import traceback
+import typing
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
-
-from kairos_client import AuthenticatedClient
+import kairos_client.api
+import kairos_client.models
+from kairos_client import AuthenticatedClient, Client
 from kairos_client.api.default import (
     backfill_schedule,
     cancel_run,
@@ -51,17 +64,21 @@ from kairos_client.models import (
     CancelRunBody,
     CancelRunResponse200,
     CancelRunResponse200Cancel,
+    CatchupPolicy,
     DagNode,
     DeployAnswer,
     DeploySchedule,
     DryRunAnswer,
     DryRunAnswerSchedulesItemChange,
+    DstFold,
+    DstGap,
     GetWorkflowVersionResponse200,
     KairosWorkflowDAG,
     ListCalendarsResponse200,
     ListDeadLettersResponse200,
     ListRunsResponse200,
     ListSchedulesResponse200,
+    OverlapPolicy,
     PauseScheduleBody,
     PreviewSpecBody,
     PreviewSpecResponse200,
@@ -73,6 +90,7 @@ from kairos_client.models import (
     ReportRunStatusBody,
     ReportRunStatusBodyStatus,
     RetryRunBody,
+    Roll,
     Run,
     RunSource,
     RunStatus,
@@ -89,15 +107,20 @@ from kairos_client.types import UNSET, Response, Unset
 T = TypeVar("T")
 
 URL = os.environ["KAIROS_URL"]
-deployer = AuthenticatedClient(
-    base_url=URL, token=os.environ["KAIROS_DEPLOYER_TOKEN"], raise_on_unexpected_status=True
-)
-executor = AuthenticatedClient(
-    base_url=URL, token=os.environ["KAIROS_EXECUTOR_TOKEN"], raise_on_unexpected_status=True
-)
-reader = AuthenticatedClient(
-    base_url=URL, token=os.environ["KAIROS_READER_TOKEN"], raise_on_unexpected_status=True
-)
+AUTH_OFF = os.environ.get("KAIROS_AUTH_MODE") == "none"
+
+
+def client_of(role: str) -> AuthenticatedClient | Client:
+    """The client a caller of `role` uses: a plain one where the server checks no token."""
+    if AUTH_OFF:
+        return Client(base_url=URL, raise_on_unexpected_status=True)
+    token = os.environ[f"KAIROS_{role.upper()}_TOKEN"]
+    return AuthenticatedClient(base_url=URL, token=token, raise_on_unexpected_status=True)
+
+
+deployer = client_of("deployer")
+executor = client_of("executor")
+reader = client_of("reader")
 stranger = AuthenticatedClient(
     base_url=URL, token="not-a-token-of-this-server", raise_on_unexpected_status=True
 )
@@ -170,6 +193,58 @@ STEPS: list[tuple[str, Any]] = []
 def step(function: Any) -> Any:
     STEPS.append((function.__name__, function))
     return function
+
+
+@step
+def each_nullable_enum_is_one_class() -> None:
+    models = Path(kairos_client.models.__file__).parent
+    # A nullable enum written inline comes out as a class per union member
+    # (`..._type_1`, `..._type_2_type_1`, `..._type_3_type_1`).
+    nested = sorted(p.name for p in models.glob("*_type_*_type_*.py"))
+    assert nested == [], f"nested union classes: {nested}"
+    classes: dict[frozenset[str], list[str]] = {}
+    for name in dir(kairos_client.models):
+        value = getattr(kairos_client.models, name)
+        if isinstance(value, type) and issubclass(value, enum.Enum):
+            classes.setdefault(frozenset(m.value for m in value), []).append(name)
+    for cls, module in [
+        (OverlapPolicy, "overlap_policy"),
+        (CatchupPolicy, "catchup_policy"),
+        (Roll, "roll"),
+        (DstGap, "dst_gap"),
+        (DstFold, "dst_fold"),
+    ]:
+        values = frozenset(m.value for m in cls)
+        assert classes[values] == [cls.__name__], f"{sorted(values)}: {classes[values]}"
+        files = sorted(p.name for p in models.glob(f"*{module}*.py"))
+        assert files == [f"{module}.py"], files
+    assert {m.value for m in OverlapPolicy} == {
+        "allow",
+        "skip",
+        "queue",
+        "buffer_one",
+        "cancel_other",
+    }
+
+
+@step
+def every_operation_takes_a_plain_client() -> None:
+    checked = 0
+    for package in pkgutil.iter_modules(kairos_client.api.__path__):
+        tag = importlib.import_module(f"kairos_client.api.{package.name}")
+        for info in pkgutil.iter_modules(tag.__path__):
+            module = importlib.import_module(f"{tag.__name__}.{info.name}")
+            for name in ("sync_detailed", "sync", "asyncio_detailed", "asyncio"):
+                function = getattr(module, name, None)
+                if function is None:
+                    continue
+                annotation = inspect.signature(function).parameters["client"].annotation
+                accepted = set(typing.get_args(annotation)) or {annotation}
+                assert accepted == {AuthenticatedClient, Client}, (
+                    f"{module.__name__}.{name} takes client: {annotation}"
+                )
+                checked += 1
+    assert checked > 100, f"only {checked} operations"
 
 
 WORKFLOW = "nightly-report"
@@ -248,6 +323,8 @@ def upsert_a_schedule() -> None:
         cron_expr="0 0 1 1 *",
         timezone="America/New_York",
         max_attempts=1,
+        overlap_policy=OverlapPolicy.SKIP,
+        dst_gap=DstGap.SHIFT,
     )
     created = expect(
         upsert_schedule.sync_detailed(client=deployer, body=request), 201, UpsertAnswer
@@ -256,6 +333,12 @@ def upsert_a_schedule() -> None:
     assert isinstance(created.next_run_at, dt.datetime) and created.next_run_at.month == 1
     again = expect(upsert_schedule.sync_detailed(client=deployer, body=request), 200, UpsertAnswer)
     assert again.revision == 1, "an identical upsert writes nothing"
+    stored = expect(get_schedule.sync_detailed(FLAKY, client=reader), 200, Schedule)
+    assert stored.overlap_policy == OverlapPolicy.SKIP.value, stored.overlap_policy
+    assert stored.dst_gap == DstGap.SHIFT and stored.roll == Roll.NONE, (
+        stored.dst_gap,
+        stored.roll,
+    )
 
 
 @step
@@ -526,15 +609,22 @@ def calendars() -> None:
 
 @step
 def refusals_are_declared_problems() -> None:
-    body = TriggerScheduleBody(request_id="tour-reader")
-    refused = expect(
-        trigger_schedule.sync_detailed("nightly-daily", client=reader, body=body), 403, Problem
-    )
-    assert refused.status == 403
+    if AUTH_OFF:
+        # Every caller may do everything, whatever token it sends (or none).
+        assert "Authorization" not in reader.get_httpx_client().headers
+        assert not isinstance(reader, AuthenticatedClient)
+    else:
+        body = TriggerScheduleBody(request_id="tour-reader")
+        refused = expect(
+            trigger_schedule.sync_detailed("nightly-daily", client=reader, body=body),
+            403,
+            Problem,
+        )
+        assert refused.status == 403
+        anonymous = expect(list_schedules.sync_detailed(client=stranger), 401, Problem)
+        assert anonymous.status == 401
     unknown = expect(get_schedule.sync_detailed("no-such-schedule", client=reader), 404, Problem)
     assert unknown.status == 404
-    anonymous = expect(list_schedules.sync_detailed(client=stranger), 401, Problem)
-    assert anonymous.status == 401
     invalid = UpsertRequest(
         workflow_id=WORKFLOW,
         version=1,
@@ -563,7 +653,8 @@ def main() -> int:
         for finding in UNDECLARED:
             print(f"  {finding}")
         return 1
-    print(f"tour complete: {len(STEPS)} steps")
+    mode = "auth.mode = none, plain clients" if AUTH_OFF else "bearer tokens"
+    print(f"tour complete: {len(STEPS)} steps ({mode})")
     return 0
 
 
