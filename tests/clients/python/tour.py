@@ -99,8 +99,9 @@ from kairos_client.models import (
     ScheduleStatsLastNotLaunchedType1,
     ScheduleStatsLastNotLaunchedType1Status,
     TriggerScheduleBody,
-    UpsertAnswer,
     UpsertRequest,
+    UpsertResult,
+    UpsertResultOutcome,
 )
 from kairos_client.types import UNSET, Response, Unset
 
@@ -327,12 +328,14 @@ def upsert_a_schedule() -> None:
         dst_gap=DstGap.SHIFT,
     )
     created = expect(
-        upsert_schedule.sync_detailed(client=deployer, body=request), 201, UpsertAnswer
+        upsert_schedule.sync_detailed(client=deployer, body=request), 201, UpsertResult
     )
     assert created.schedule_id == FLAKY and created.revision == 1
+    assert created.outcome == UpsertResultOutcome.CREATED, created.outcome
     assert isinstance(created.next_run_at, dt.datetime) and created.next_run_at.month == 1
-    again = expect(upsert_schedule.sync_detailed(client=deployer, body=request), 200, UpsertAnswer)
+    again = expect(upsert_schedule.sync_detailed(client=deployer, body=request), 200, UpsertResult)
     assert again.revision == 1, "an identical upsert writes nothing"
+    assert again.outcome == UpsertResultOutcome.UNCHANGED, again.outcome
     stored = expect(get_schedule.sync_detailed(FLAKY, client=reader), 200, Schedule)
     assert stored.overlap_policy == OverlapPolicy.SKIP.value, stored.overlap_policy
     assert stored.dst_gap == DstGap.SHIFT and stored.roll == Roll.NONE, (
