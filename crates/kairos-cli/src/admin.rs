@@ -17,6 +17,9 @@ use crate::global::Global;
 pub struct Args {
     #[command(subcommand)]
     verb: Verb,
+    /// The API's address, token and `--json`.
+    #[command(flatten)]
+    pub api: Global,
 }
 
 /// Arguments of `kairos runs`.
@@ -24,6 +27,9 @@ pub struct Args {
 pub struct RunsArgs {
     #[command(subcommand)]
     verb: RunsVerb,
+    /// The API's address, token and `--json`.
+    #[command(flatten)]
+    pub api: Global,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -255,7 +261,8 @@ enum Verb {
 ///
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
-pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let global = &args.api;
     let request = request(&args.verb)?;
     let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
     let Some(body) = answer else {
@@ -314,7 +321,8 @@ pub(crate) fn print_cursor(body: &Value) {
 ///
 /// # Errors
 /// An unreachable API, or a refusal (the problem's detail).
-pub fn run_runs(args: &RunsArgs, global: &Global) -> anyhow::Result<()> {
+pub fn run_runs(args: &RunsArgs) -> anyhow::Result<()> {
+    let global = &args.api;
     let request = runs_request(&args.verb);
     let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
     let body = answer.context("the API answered no body")?;

@@ -1,7 +1,13 @@
-//! The flags every verb accepts, before or after it (`kairos --json runs list` and `kairos runs
-//! list --json` are the same): the API's address, the bearer token and `--json`.
+//! The flags of the commands that talk to the API (`schedules`, `workflows`, `calendars`,
+//! `runs`), accepted after the command anywhere on the line (`kairos runs --json list` and
+//! `kairos runs list --json` are the same) and listed apart from a verb's own options: the
+//! API's address, the bearer token and `--json`. `serve`, `migrate`, `preview` and
+//! `completions` do not take them.
 
-/// Flags accepted anywhere on the command line.
+/// The heading the API flags are listed under in `--help`.
+const HEADING: &str = "API connection";
+
+/// The API flags of a command group.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Global {
     /// Address of the kairos API; `http://` is added when no scheme is given
@@ -9,16 +15,23 @@ pub struct Global {
     #[arg(
         long,
         global = true,
+        help_heading = HEADING,
         env = "KAIROS_URL",
         default_value = "http://127.0.0.1:8080",
         value_parser = api_url
     )]
     pub url: String,
     /// Bearer token for the API: a reader token lists and shows, a deployer token changes.
-    #[arg(long, global = true, env = "KAIROS_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        help_heading = HEADING,
+        env = "KAIROS_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
-    /// Print the API's JSON answer (or the preview as JSON) instead of text and tables.
-    #[arg(long, global = true)]
+    /// Print the API's JSON answer instead of text and tables.
+    #[arg(long, global = true, help_heading = HEADING)]
     pub json: bool,
 }
 

@@ -1,6 +1,6 @@
 //! The `kairos` binary: parses the command line and hands each verb to its module.
-//! No business logic lives here. The flags of [`global::Global`] (`--url`, `--token`,
-//! `--json`) are accepted anywhere on the line.
+//! No business logic lives here. The commands that talk to the API take the flags of
+//! [`global::Global`] (`--url`, `--token`, `--json`) anywhere after the command.
 
 mod admin;
 mod calendars;
@@ -23,12 +23,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[command(
     name = "kairos",
     version,
-    after_help = "--url, --token and --json go anywhere on the line; KAIROS_URL and \
-                  KAIROS_TOKEN set the first two from the environment."
+    after_help = "schedules, workflows, calendars and runs take --url, --token and --json \
+                  anywhere after the command; KAIROS_URL and KAIROS_TOKEN set the first two \
+                  from the environment."
 )]
 struct Cli {
-    #[command(flatten)]
-    global: global::Global,
     #[command(subcommand)]
     command: Command,
 }
@@ -60,15 +59,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let global = &cli.global;
     match cli.command {
-        Command::Preview(args) => preview::run(&args, global.json),
+        Command::Preview(args) => preview::run(&args),
         Command::Serve(args) => exit(serve::run(&args)),
         Command::Migrate(args) => exit(migrate::run(&args)),
-        Command::Schedules(args) => exit(admin::run(&args, global)),
-        Command::Workflows(args) => exit(workflows::run(&args, global)),
-        Command::Runs(args) => exit(admin::run_runs(&args, global)),
-        Command::Calendars(args) => exit(calendars::run(&args, global)),
+        Command::Schedules(args) => exit(admin::run(&args)),
+        Command::Workflows(args) => exit(workflows::run(&args)),
+        Command::Runs(args) => exit(admin::run_runs(&args)),
+        Command::Calendars(args) => exit(calendars::run(&args)),
         Command::Completions { shell } => exit(completions(shell)),
     }
 }

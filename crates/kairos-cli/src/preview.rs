@@ -24,6 +24,9 @@ use kairos_core::{
 pub struct Args {
     /// Cron expression, `@every <duration>` or `@at <RFC3339>` (quote it).
     expr: String,
+    /// Print the fire times (or the explained ticks) as JSON.
+    #[arg(long)]
+    json: bool,
     /// IANA time zone the expression is read in.
     #[arg(long, default_value = "UTC")]
     tz: String,
@@ -79,13 +82,13 @@ pub struct Args {
     end_at: Option<String>,
 }
 
-/// Runs the preview; exit code 2 on invalid input. `json` (the global `--json`) prints
+/// Runs the preview; exit code 2 on invalid input. `--json` prints
 /// `{"fire_times": [...]}` (`{"explained": [...]}` with `--explain`) instead of one time per
 /// line.
-pub fn run(args: &Args, json: bool) -> ExitCode {
+pub fn run(args: &Args) -> ExitCode {
     match fire_times(args) {
         Ok(times) => {
-            print(args, json, &times);
+            print(args, args.json, &times);
             ExitCode::SUCCESS
         }
         Err(message) => {

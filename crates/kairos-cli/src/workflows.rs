@@ -21,6 +21,9 @@ use crate::global::Global;
 pub struct Args {
     #[command(subcommand)]
     verb: Verb,
+    /// The API's address, token and `--json`.
+    #[command(flatten)]
+    pub api: Global,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -73,7 +76,8 @@ enum Verb {
 /// # Errors
 /// An unreadable or inconsistent deploy file, an unreachable API, or a refusal (the
 /// problem's detail and each field error).
-pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let global = &args.api;
     let request = request(&args.verb)?;
     let answer = block_on(call(&global.url, global.token.as_deref(), request))?;
     let body = answer.context("the API answered no body")?;

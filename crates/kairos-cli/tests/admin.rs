@@ -128,8 +128,8 @@ fn schedules_get_and_runs_list_show_what_the_api_answers() {
     let put = stdout(&kairos(
         port,
         &[
-            "--json",
             "calendars",
+            "--json",
             "put",
             "holidays",
             "--date",

@@ -113,7 +113,7 @@ fn global_flags_tables_json_and_workflows_against_a_real_serve() {
         "{deployed}"
     );
     assert_eq!(field(&deployed, "schedules[0].revision"), "1", "{deployed}");
-    let again = json(&ok(&["--json", "workflows", "deploy", file, "--url", url]));
+    let again = json(&ok(&["workflows", "--json", "deploy", file, "--url", url]));
     assert_eq!(again["created"], false, "the same DAG again: {again}");
     let got = ok(&["workflows", "get", "wf", "1", "--url", url]);
     assert_eq!(field(&got, "workflow_id"), "wf", "{got}");
@@ -162,15 +162,14 @@ fn global_flags_tables_json_and_workflows_against_a_real_serve() {
     let said = refused(&["workflows", "deploy", bare, "--url", url]);
     assert!(said.contains("--workflow ID"), "{said}");
 
-    // schedules list: a table by default, --json anywhere on the line.
+    // schedules list: a table by default, --json anywhere after the command.
     let listed = ok(&["schedules", "list", "--url", url]);
     let rows = table(&listed);
     assert_eq!(rows[0][0], "SCHEDULE_ID", "{listed}");
     assert_eq!(rows.len(), 2, "{listed}");
     assert_eq!(rows[1][..4], ["s1", "wf", "1", "0 3 * * *"], "{listed}");
     for args in [
-        &["--json", "schedules", "list", "--url", url][..],
-        &["schedules", "--json", "list", "--url", url],
+        &["schedules", "--json", "list", "--url", url][..],
         &["schedules", "list", "--url", url, "--json"],
     ] {
         let page = json(&ok(args));
@@ -341,7 +340,7 @@ fn json_before_the_verb_applies_to_preview() {
     ];
     let plain = ok(&args);
     assert_eq!(plain, "2026-01-01T07:00:00Z\n2026-01-02T07:00:00Z\n");
-    let body = json(&ok(&[&["--json"][..], &args].concat()));
+    let body = json(&ok(&[&args[..], &["--json"]].concat()));
     assert_eq!(
         body["fire_times"],
         serde_json::json!(["2026-01-01T07:00:00Z", "2026-01-02T07:00:00Z"])
