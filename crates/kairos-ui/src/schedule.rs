@@ -4,7 +4,7 @@
 //! (`upcoming.rs`: DST rules, jitter, skips and the skip controls), the last day and the runs
 //! (cancel, retry); every field; and the history of changes (who changed what, and why).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, DurationRound, Utc};
 use kairos_registrar::{Registrar, Schedule, ScheduleDetail};
 use maud::{html, Markup};
 
@@ -63,7 +63,7 @@ pub async fn schedule(
         @if let Some(why) = detail.stats.why() {
             p.why #why role="note" { strong { "Why the last tick did not launch: " } (why) }
         }
-        @if viewer.can_write { (actions(s)) }
+        @if viewer.can_write { (actions(s, detail.now)) }
         (tablist("Schedule views", &[
             Tab { panel: "overview", title: "Fire times and runs" },
             Tab { panel: "all-fields", title: "All fields" },
@@ -109,7 +109,12 @@ pub async fn schedule(
     Ok(markup.into_string())
 }
 
-fn actions(s: &Schedule) -> Markup {
+/// The deployer's controls. The time fields' placeholders are RFC 3339 times in UTC near
+/// `now` (the next hour for the pause's until, the last day for a backfill), so that an
+/// example can be edited rather than written from nothing.
+fn actions(s: &Schedule, now: DateTime<Utc>) -> Markup {
+    let hour = now.duration_trunc(Duration::hours(1)).unwrap_or(now);
+    let (next_hour, day_ago) = (hour + Duration::hours(1), hour - Duration::days(1));
     html! {
         section.actions #actions aria-label="Actions" {
             form.action #pause-form data-schedule=(s.schedule_id) data-paused=(s.paused) {
@@ -120,7 +125,7 @@ fn actions(s: &Schedule) -> Markup {
                 @if !s.paused {
                     div.field {
                         label for="pause-until" { "Until (UTC, optional)" }
-                        input #pause-until name="until" autocomplete="off" placeholder="2026-03-09 12:00"
+                        input #pause-until name="until" autocomplete="off" placeholder=(rfc3339(next_hour))
                             aria-describedby="pause-until-hint";
                         small.muted #pause-until-hint { "A UTC date and time; the schedule resumes by itself then." }
                     }
@@ -133,11 +138,11 @@ fn actions(s: &Schedule) -> Markup {
             form.action #backfill-form data-schedule=(s.schedule_id) {
                 div.field {
                     label for="backfill-from" { "Backfill from (UTC, RFC 3339)" }
-                    input #backfill-from name="from" placeholder="2026-03-01T00:00:00Z" required;
+                    input #backfill-from name="from" placeholder=(rfc3339(day_ago)) required;
                 }
                 div.field {
                     label for="backfill-to" { "to (UTC, RFC 3339)" }
-                    input #backfill-to name="to" placeholder="2026-03-02T00:00:00Z" required;
+                    input #backfill-to name="to" placeholder=(rfc3339(hour)) required;
                 }
                 button #backfill-preview type="submit" { "Show ticks" }
             }
