@@ -15,7 +15,8 @@ use crate::links::run_href;
 use crate::params::Params;
 use crate::runs::run_table;
 use crate::tabs::{tablist, tabpanel, Tab};
-use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::text::words;
+use crate::time::{in_zone, relative, rfc3339, utc, zoned};
 use crate::upcoming::upcoming;
 use crate::words::describe;
 use crate::Viewer;
@@ -88,7 +89,7 @@ pub async fn schedule(
                     ul.planned #planned-runs {
                         @for run in ahead.iter().rev() {
                             li data-key=(run.idempotency_key) {
-                                a.run-link href=(run_href(&run.idempotency_key)) { (in_zone(run.run_at, &s.timezone)) }
+                                a.run-link href=(run_href(&run.idempotency_key)) { (zoned(run.run_at, &s.timezone)) }
                                 " " span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
                                 " " small.muted { (relative(run.fire_at, detail.now)) }
                             }
@@ -166,16 +167,32 @@ fn pause_line(s: &Schedule) -> Markup {
         p.pause-note #pause-note-text {
             "Paused"
             @if let Some(until) = s.paused_until {
-                " until " time #paused-until datetime=(rfc3339(until)) { (in_zone(until, zone)) }
+                " until " time #paused-until datetime=(rfc3339(until)) { (zoned(until, zone)) }
                 // The pause form takes until in UTC: say it in UTC too (once).
                 @if in_zone(until, zone) != utc(until) { " = " span #paused-until-utc { (utc(until)) } }
             }
             @if let Some(by) = s.paused_by.as_deref() { ", by " span #paused-by { (by) } }
-            @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (note) } }
+            @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (words(note)) } }
             "."
         }
     }
 }
+
+/// The fields whose value is one id, spec, zone or time, shown on one line (the field
+/// scrolls sideways when it is too wide).
+const WHOLE: [&str; 11] = [
+    "Workflow",
+    "User",
+    "Spec",
+    "Time zone",
+    "Start at",
+    "End at",
+    "Next tick to plan",
+    "Paused until",
+    "Paused by",
+    "Created",
+    "Updated",
+];
 
 fn fields(detail: &ScheduleDetail) -> Markup {
     let s = &detail.schedule;
@@ -250,10 +267,10 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         ("Updated", in_zone(s.updated_at, z)),
     ];
     html! {
-        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd {
+        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd class=[WHOLE.contains(&name).then_some("token")] {
             @if name == "Workflow" {
                 a.workflow-link href=(crate::links::workflow_href(&s.workflow_id, Some(s.version))) { (value) }
-            } @else { (value) }
+            } @else if WHOLE.contains(&name) { (value) } @else { (words(&value)) }
         } } }
     }
 }
@@ -289,10 +306,10 @@ pub async fn backfill_plan(
     let zone = &detail.schedule.timezone;
     let markup = html! {
         div.plan #plan data-total=(plan.total) {
-            p { "From " (utc(from)) " to " (utc(to)) ": " strong { (plan.total) " tick" @if plan.total != 1 { "s" } }
+            p { "From " span.nowrap { (utc(from)) } " to " span.nowrap { (utc(to)) } ": " strong { (plan.total) " tick" @if plan.total != 1 { "s" } }
                 " (ticks that already have a run are left alone)." }
             @if !plan.ticks.is_empty() {
-                ol.ticks { @for tick in &plan.ticks { li { (in_zone(*tick, zone)) " · " (utc(*tick)) } } }
+                ol.ticks { @for tick in &plan.ticks { li { (zoned(*tick, zone)) " · " span.nowrap { (utc(*tick)) } } } }
                 @if plan.total > plan.ticks.len() { p.muted { "… and " (plan.total - plan.ticks.len()) " more." } }
             }
             @if viewer.can_write && plan.total > 0 {
