@@ -6,6 +6,7 @@ use kairos_core::{FieldValue, HistoryEntry};
 use maud::{html, Markup};
 
 use crate::links::run_href;
+use crate::text::words;
 use crate::time::{relative, rfc3339, utc};
 
 /// A table of changes; "No changes recorded." when there are none.
@@ -43,13 +44,13 @@ fn row(entry: &HistoryEntry, now: DateTime<Utc>) -> Markup {
                     " " a.run-link href=(run_href(key)) { "run" }
                 }
             }
-            td { ul.fields {
+            td.changes { ul.fields {
                 @for field in &change.fields {
-                    li { code { (field.field) } ": " span.old { (text(&field.old)) }
-                         " → " span.new { (text(&field.new)) } }
+                    li { code { (field.field) } ": " span.old { (words(&text(&field.old))) }
+                         " → " span.new { (words(&text(&field.new))) } }
                 }
             } }
-            td.note { (change.note.as_deref().unwrap_or("")) }
+            td.note { (words(change.note.as_deref().unwrap_or(""))) }
         }
     }
 }

@@ -34,6 +34,7 @@ mod run;
 mod runs;
 mod schedule;
 mod tabs;
+mod text;
 mod time;
 mod upcoming;
 mod words;

@@ -16,7 +16,8 @@ use maud::{html, Markup};
 
 use crate::actions::role_note;
 use crate::params::Params;
-use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
+use crate::text::words;
+use crate::time::{is_utc, relative, rfc3339, utc, zoned};
 use crate::Viewer;
 
 /// Rows per page.
@@ -103,29 +104,29 @@ fn schedule_row(row: &ScheduleRow, now: chrono::DateTime<chrono::Utc>) -> Markup
                 a.workflow-link href=(crate::links::workflow_href(&s.workflow_id, Some(s.version))) { (s.workflow_id) " v" (s.version) }
                 br; small.muted { "user " (s.user_id) } }
             td data-label="Spec" { code { (s.cron_expr) } br; small.muted { (s.timezone) } }
-            td.next-fire data-label="Next fire" {
+            td.next-fire.wrap data-label="Next fire" {
                 @match row.next_fire {
                     Some(at) => {
-                        time datetime=(rfc3339(at)) { (in_zone(at, &s.timezone)) }
+                        time datetime=(rfc3339(at)) { (zoned(at, &s.timezone)) }
                         br; small {
-                            @if !is_utc(&s.timezone) { (utc(at)) " · " }
-                            (relative(at, now))
+                            @if !is_utc(&s.timezone) { span.nowrap { (utc(at)) } " · " }
+                            span.nowrap { (relative(at, now)) }
                         }
                     }
                     None => { span.muted { "none (exhausted or not plannable)" } }
                 }
             }
-            td data-label="Paused" {
+            td.wrap data-label="Paused" {
                 @if s.paused { span.badge.paused { "paused" } } @else { span.muted { "no" } }
                 @if let Some(note) = s.pause_note.as_deref().filter(|_| s.paused) {
-                    br; small.pause-note { (note) }
+                    br; small.pause-note { (words(note)) }
                 }
             }
-            td data-label="Last outcome" {
+            td.wrap data-label="Last outcome" {
                 @match last {
                     Some(run) => {
                         span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
-                        br; small { (in_zone(run.run_at, &s.timezone)) }
+                        br; small { (zoned(run.run_at, &s.timezone)) }
                     }
                     None => { span.muted { "never launched" } }
                 }

@@ -12,6 +12,7 @@ use maud::{html, Markup};
 use crate::actions::role_note;
 use crate::actions::{cancel_form, retryable, run_actions};
 use crate::links::run_href;
+use crate::text::words;
 use crate::time::{rfc3339, span, utc};
 use crate::Viewer;
 
@@ -76,12 +77,12 @@ pub async fn run(
                 a #run-schedule href=(format!("/ui/schedules/{}", run.schedule_id)) { (run.schedule_id) }
                 @if !schedule_kept { " " span.badge.gone #schedule-gone { "deleted" } }
             }
-            dt { "Workflow" } dd { (run.workflow_id) " version " (run.version) }
-            dt { "User" } dd { (run.user_id) }
+            dt { "Workflow" } dd.token { (run.workflow_id) " version " (run.version) }
+            dt { "User" } dd.token { (run.user_id) }
             dt { "Created by" } dd { (run.source.as_str()) }
-            dt { "Tick" } dd { time datetime=(rfc3339(run.run_at)) { (utc(run.run_at)) } }
+            dt { "Tick" } dd.token { time datetime=(rfc3339(run.run_at)) { (utc(run.run_at)) } }
             dt { @if run.status == kairos_core::RunStatus::Retrying { "Next attempt due" } @else { "Fire time (with jitter)" } }
-            dd { (utc(run.fire_at)) }
+            dd.token { (utc(run.fire_at)) }
             dt { "Attempt" } dd #run-attempt {
                 @if run.attempt > view.max_attempts {
                     (run.attempt) " (the retry policy allows " (view.max_attempts) "; the attempts past it were started by an operator's retry)"
@@ -89,12 +90,12 @@ pub async fn run(
                     (run.attempt) " of " (view.max_attempts)
                 }
             }
-            dt { "Executor" } dd #run-executor { (run.executor_id.as_deref().unwrap_or("—")) }
-            dt { "Executor's run id" } dd { (run.run_id.as_deref().unwrap_or("—")) }
+            dt { "Executor" } dd.token #run-executor { (run.executor_id.as_deref().unwrap_or("—")) }
+            dt { "Executor's run id" } dd.token { (run.run_id.as_deref().unwrap_or("—")) }
             dt { "Stream sequence" } dd { (run.stream_seq.map_or("—".to_string(), |seq| seq.to_string())) }
             dt { "Times published" } dd title="A launch not started in time is published again under the same message id; the stream drops a copy it already has." { (run.attempts) }
-            dt { "Reason" } dd #run-reason { (run.reason.as_deref().unwrap_or("—")) }
-            dt { "Last error" } dd #run-error { (run.last_error.as_deref().unwrap_or("—")) }
+            dt { "Reason" } dd #run-reason { (words(run.reason.as_deref().unwrap_or("—"))) }
+            dt { "Last error" } dd #run-error { (words(run.last_error.as_deref().unwrap_or("—"))) }
             (crate::late::fields(run, now))
             dt { "Chain parent" }
             dd #run-parent {
@@ -238,7 +239,7 @@ fn timeline(view: &RunView, now: DateTime<Utc>) -> Markup {
                 li {
                     time datetime=(rfc3339(event.at)) { (utc(event.at)) }
                     " " strong { (event.what) }
-                    @if let Some(detail) = event.detail { br; span.detail { (detail) } }
+                    @if let Some(detail) = event.detail { br; span.detail { (words(&detail)) } }
                 }
             }
             li.now {

@@ -13,7 +13,8 @@ use maud::{html, Markup};
 use crate::actions::{cancel_form, role_note, run_actions};
 use crate::links::run_href;
 use crate::params::Params;
-use crate::time::{in_zone, is_utc, rfc3339, span, utc};
+use crate::text::words;
+use crate::time::{is_utc, rfc3339, span, utc, zoned};
 use crate::Viewer;
 
 /// Runs per page.
@@ -212,11 +213,12 @@ pub(crate) fn run_table(
     viewer: Viewer,
     show_schedule: bool,
 ) -> Markup {
+    // A time in the zone breaks only before its `(zone)`.
     let when = |at: DateTime<Utc>| match zone {
-        Some(zone) => in_zone(at, zone),
-        None => utc(at),
+        Some(zone) => zoned(at, zone),
+        None => html! { span.nowrap { (utc(at)) } },
     };
-    let opt = |at: Option<DateTime<Utc>>| at.map_or_else(|| "—".to_string(), when);
+    let opt = |at: Option<DateTime<Utc>>| at.map_or_else(|| html! { "—" }, when);
     html! {
         @if runs.is_empty() {
             p.empty #no-runs { "No runs." }
@@ -230,7 +232,7 @@ pub(crate) fn run_table(
                     th scope="col" { "Started / finished" }
                     th scope="col" { "Executor" }
                     th scope="col" { "Reason" }
-                    @if viewer.can_write { th scope="col" { "Actions" } }
+                    @if viewer.can_write { th.actions-head scope="col" { "Actions" } }
                 } }
                 tbody { @for run in runs {
                     tr.run data-key=(run.idempotency_key) data-status=(run.status.as_str()) data-fire-at=(rfc3339(run.fire_at)) {
@@ -252,15 +254,15 @@ pub(crate) fn run_table(
                             (crate::late::mark(run, now))
                         }
                         td data-label="Attempt" { (run.attempt) }
-                        td data-label="Tick" {
+                        td.wrap data-label="Tick" {
                             a.run-link href=(run_href(&run.idempotency_key)) title=(format!("Run {}", run.idempotency_key)) {
                                 time datetime=(rfc3339(run.run_at)) { (when(run.run_at)) }
                             }
                             @if zone.is_some_and(|zone| !is_utc(zone)) { br; small.muted { (utc(run.run_at)) } }
                         }
-                        td data-label="Started / finished" { (opt(run.started_at)) br; (opt(run.finished_at)) }
+                        td.wrap data-label="Started / finished" { (opt(run.started_at)) br; (opt(run.finished_at)) }
                         td data-label="Executor" { (run.executor_id.clone().unwrap_or_else(|| "—".into())) }
-                        td.reason data-label="Reason" { (run.reason.clone().or_else(|| run.last_error.clone()).unwrap_or_default()) }
+                        td.reason data-label="Reason" { (words(run.reason.as_deref().or(run.last_error.as_deref()).unwrap_or_default())) }
                         @if viewer.can_write {
                             td.actions-cell data-label="Actions" { (run_actions(run)) }
                         }

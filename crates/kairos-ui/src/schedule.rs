@@ -4,7 +4,7 @@
 //! (`upcoming.rs`: DST rules, jitter, skips and the skip controls), the last day and the runs
 //! (cancel, retry); every field; and the history of changes (who changed what, and why).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, DurationRound, Utc};
 use kairos_registrar::{Registrar, Schedule, ScheduleDetail};
 use maud::{html, Markup};
 
@@ -15,7 +15,8 @@ use crate::links::run_href;
 use crate::params::Params;
 use crate::runs::run_table;
 use crate::tabs::{tablist, tabpanel, Tab};
-use crate::time::{in_zone, relative, rfc3339, utc};
+use crate::text::words;
+use crate::time::{in_zone, relative, rfc3339, utc, zoned};
 use crate::upcoming::upcoming;
 use crate::words::describe;
 use crate::Viewer;
@@ -63,7 +64,7 @@ pub async fn schedule(
         @if let Some(why) = detail.stats.why() {
             p.why #why role="note" { strong { "Why the last tick did not launch: " } (why) }
         }
-        @if viewer.can_write { (actions(s)) }
+        @if viewer.can_write { (actions(s, detail.now)) }
         (tablist("Schedule views", &[
             Tab { panel: "overview", title: "Fire times and runs" },
             Tab { panel: "all-fields", title: "All fields" },
@@ -88,7 +89,7 @@ pub async fn schedule(
                     ul.planned #planned-runs {
                         @for run in ahead.iter().rev() {
                             li data-key=(run.idempotency_key) {
-                                a.run-link href=(run_href(&run.idempotency_key)) { (in_zone(run.run_at, &s.timezone)) }
+                                a.run-link href=(run_href(&run.idempotency_key)) { (zoned(run.run_at, &s.timezone)) }
                                 " " span class=(format!("status status-{}", run.status.as_str().to_lowercase())) { (run.status.as_str()) }
                                 " " small.muted { (relative(run.fire_at, detail.now)) }
                             }
@@ -109,7 +110,12 @@ pub async fn schedule(
     Ok(markup.into_string())
 }
 
-fn actions(s: &Schedule) -> Markup {
+/// The deployer's controls. The time fields' placeholders are RFC 3339 times in UTC near
+/// `now` (the next hour for the pause's until, the last day for a backfill), so that an
+/// example can be edited rather than written from nothing.
+fn actions(s: &Schedule, now: DateTime<Utc>) -> Markup {
+    let hour = now.duration_trunc(Duration::hours(1)).unwrap_or(now);
+    let (next_hour, day_ago) = (hour + Duration::hours(1), hour - Duration::days(1));
     html! {
         section.actions #actions aria-label="Actions" {
             form.action #pause-form data-schedule=(s.schedule_id) data-paused=(s.paused) {
@@ -120,7 +126,7 @@ fn actions(s: &Schedule) -> Markup {
                 @if !s.paused {
                     div.field {
                         label for="pause-until" { "Until (UTC, optional)" }
-                        input #pause-until name="until" autocomplete="off" placeholder="2026-03-09 12:00"
+                        input #pause-until name="until" autocomplete="off" placeholder=(rfc3339(next_hour))
                             aria-describedby="pause-until-hint";
                         small.muted #pause-until-hint { "A UTC date and time; the schedule resumes by itself then." }
                     }
@@ -133,11 +139,11 @@ fn actions(s: &Schedule) -> Markup {
             form.action #backfill-form data-schedule=(s.schedule_id) {
                 div.field {
                     label for="backfill-from" { "Backfill from (UTC, RFC 3339)" }
-                    input #backfill-from name="from" placeholder="2026-03-01T00:00:00Z" required;
+                    input #backfill-from name="from" placeholder=(rfc3339(day_ago)) required;
                 }
                 div.field {
                     label for="backfill-to" { "to (UTC, RFC 3339)" }
-                    input #backfill-to name="to" placeholder="2026-03-02T00:00:00Z" required;
+                    input #backfill-to name="to" placeholder=(rfc3339(hour)) required;
                 }
                 button #backfill-preview type="submit" { "Show ticks" }
             }
@@ -161,16 +167,32 @@ fn pause_line(s: &Schedule) -> Markup {
         p.pause-note #pause-note-text {
             "Paused"
             @if let Some(until) = s.paused_until {
-                " until " time #paused-until datetime=(rfc3339(until)) { (in_zone(until, zone)) }
+                " until " time #paused-until datetime=(rfc3339(until)) { (zoned(until, zone)) }
                 // The pause form takes until in UTC: say it in UTC too (once).
                 @if in_zone(until, zone) != utc(until) { " = " span #paused-until-utc { (utc(until)) } }
             }
             @if let Some(by) = s.paused_by.as_deref() { ", by " span #paused-by { (by) } }
-            @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (note) } }
+            @if let Some(note) = s.pause_note.as_deref() { ", because " span #pause-because { (words(note)) } }
             "."
         }
     }
 }
+
+/// The fields whose value is one id, spec, zone or time, shown on one line (the field
+/// scrolls sideways when it is too wide).
+const WHOLE: [&str; 11] = [
+    "Workflow",
+    "User",
+    "Spec",
+    "Time zone",
+    "Start at",
+    "End at",
+    "Next tick to plan",
+    "Paused until",
+    "Paused by",
+    "Created",
+    "Updated",
+];
 
 fn fields(detail: &ScheduleDetail) -> Markup {
     let s = &detail.schedule;
@@ -245,10 +267,10 @@ fn fields(detail: &ScheduleDetail) -> Markup {
         ("Updated", in_zone(s.updated_at, z)),
     ];
     html! {
-        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd {
+        dl.fields #fields { @for (name, value) in rows { dt { (name) } dd class=[WHOLE.contains(&name).then_some("token")] {
             @if name == "Workflow" {
                 a.workflow-link href=(crate::links::workflow_href(&s.workflow_id, Some(s.version))) { (value) }
-            } @else { (value) }
+            } @else if WHOLE.contains(&name) { (value) } @else { (words(&value)) }
         } } }
     }
 }
@@ -284,10 +306,10 @@ pub async fn backfill_plan(
     let zone = &detail.schedule.timezone;
     let markup = html! {
         div.plan #plan data-total=(plan.total) {
-            p { "From " (utc(from)) " to " (utc(to)) ": " strong { (plan.total) " tick" @if plan.total != 1 { "s" } }
+            p { "From " span.nowrap { (utc(from)) } " to " span.nowrap { (utc(to)) } ": " strong { (plan.total) " tick" @if plan.total != 1 { "s" } }
                 " (ticks that already have a run are left alone)." }
             @if !plan.ticks.is_empty() {
-                ol.ticks { @for tick in &plan.ticks { li { (in_zone(*tick, zone)) " · " (utc(*tick)) } } }
+                ol.ticks { @for tick in &plan.ticks { li { (zoned(*tick, zone)) " · " span.nowrap { (utc(*tick)) } } } }
                 @if plan.total > plan.ticks.len() { p.muted { "… and " (plan.total - plan.ticks.len()) " more." } }
             }
             @if viewer.can_write && plan.total > 0 {

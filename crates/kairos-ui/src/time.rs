@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
+use maud::{html, Markup};
 
 /// Zone names that are UTC itself: their times are shown once, in the UTC form.
 const UTC_NAMES: [&str; 8] = [
@@ -31,6 +32,16 @@ pub fn in_zone(at: DateTime<Utc>, zone: &str) -> String {
             at.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %Z")
         ),
         Err(_) => utc(at),
+    }
+}
+
+/// [`in_zone`] for a place where the line may wrap: the time and the `(zone)` each kept
+/// whole, a break allowed only between them.
+pub fn zoned(at: DateTime<Utc>, zone: &str) -> Markup {
+    let text = in_zone(at, zone);
+    match text.split_once(" (") {
+        Some((time, zone)) => html! { span.nowrap { (time) } " " span.nowrap { "(" (zone) } },
+        None => html! { span.nowrap { (text) } },
     }
 }
 
@@ -96,6 +107,19 @@ mod tests {
         assert_eq!(in_zone(tick, "UTC"), "2026-03-09 11:00:00 UTC");
         assert_eq!(in_zone(tick, "Etc/UTC"), "2026-03-09 11:00:00 UTC");
         assert!(is_utc("UTC") && !is_utc("Europe/London"));
+    }
+
+    #[test]
+    fn zoned_times_break_only_before_the_zone() {
+        let tick = at("2026-03-09T11:00:00Z");
+        assert_eq!(
+            zoned(tick, "America/New_York").into_string(),
+            r#"<span class="nowrap">2026-03-09 07:00:00 EDT</span> <span class="nowrap">(America/New_York)</span>"#
+        );
+        assert_eq!(
+            zoned(tick, "UTC").into_string(),
+            r#"<span class="nowrap">2026-03-09 11:00:00 UTC</span>"#
+        );
     }
 
     #[test]

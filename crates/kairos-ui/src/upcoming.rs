@@ -8,7 +8,7 @@ use kairos_core::{DstNote, Occurrence};
 use kairos_registrar::{ScheduleDetail, Upcoming};
 use maud::{html, Markup};
 
-use crate::time::{in_zone, is_utc, relative, rfc3339, utc};
+use crate::time::{is_utc, relative, rfc3339, utc, zoned};
 use crate::Viewer;
 
 /// The table of `detail.upcoming`; a sentence when there is none.
@@ -35,10 +35,10 @@ pub(crate) fn upcoming(detail: &ScheduleDetail, viewer: Viewer) -> Markup {
                 tbody { @for (i, tick) in detail.upcoming.iter().enumerate() {
                     tr data-run-at=(rfc3339(tick.at)) {
                         td data-label="#" { (i + 1) }
-                        @if !utc_zone { td data-label="In zone" { time datetime=(rfc3339(tick.at)) { (in_zone(tick.at, zone)) } } }
+                        @if !utc_zone { td.wrap data-label="In zone" { time datetime=(rfc3339(tick.at)) { (zoned(tick.at, zone)) } } }
                         td data-label="UTC" { (utc(tick.at)) br; small.muted { (relative(tick.at, detail.now)) } }
                         td data-label="Fires at" { (fire_cell(tick, jitter)) }
-                        td data-label="Note" { (note_cell(tick, zone)) (skip_mark(tick)) }
+                        td.note data-label="Note" { (note_cell(tick, zone)) (skip_mark(tick)) }
                         @if let Some(seconds) = detail.schedule.deadline_s {
                             td.deadline data-label="Deadline" {
                                 (utc(tick.at + chrono::Duration::seconds(i64::from(seconds))))
@@ -106,7 +106,7 @@ fn note_cell(tick: &Upcoming, zone: &str) -> Markup {
             None => {}
         }
         @if let Some(from) = tick.note.rolled_from {
-            span.mark.roll { "rolled from " (in_zone(from, zone)) }
+            span.mark.roll { "rolled from " (zoned(from, zone)) }
         }
     }
 }

@@ -75,7 +75,8 @@ pub async fn workflow(
         section.dag aria-labelledby="dag-title" {
             h2 #dag-title { "DAG of version " (selected) }
             p.muted {
-                (drawing.nodes.len()) " nodes, " (drawing.edges.len()) " dependencies; stored "
+                (count(drawing.nodes.len(), "node", "nodes")) ", "
+                (count(drawing.edges.len(), "dependency", "dependencies")) "; stored "
                 (in_zone(view.created_at, "UTC"))
                 ". An arrow goes from a node to one that waits for it."
             }
@@ -87,6 +88,11 @@ pub async fn workflow(
         }
     };
     Ok(markup.into_string())
+}
+
+/// `1 node`, `2 nodes`: `n` and the noun in the number it takes.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn parse_version(text: &str) -> Result<i32, Error> {
@@ -266,5 +272,12 @@ mod tests {
             .collect();
         assert_eq!(columns, vec![("c", 2, 0), ("a", 0, 0), ("b", 1, 0)]);
         assert_eq!(drawing.edges, vec![(1, 0), (2, 0), (1, 2)]);
+    }
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(count(1, "dependency", "dependencies"), "1 dependency");
+        assert_eq!(count(2, "dependency", "dependencies"), "2 dependencies");
+        assert_eq!(count(0, "node", "nodes"), "0 nodes");
     }
 }
