@@ -7,13 +7,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use kairos_registrar::CalendarInput;
-use serde_json::json;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
-use crate::wire::{CalendarBody, CalendarsBody};
+use crate::wire::{CalendarBody, CalendarWrittenBody, CalendarsBody};
 use crate::AppState;
 
 /// `PUT /calendars/{name}` `{dates, description?}`: 201 when created, 200 when replaced;
@@ -31,9 +30,10 @@ pub(crate) async fn put(
         .put_calendar(&input)
         .await?;
     let location = format!("/calendars/{}", written.calendar.name);
-    let mut answer = serde_json::to_value(CalendarBody::of(written.calendar))
-        .expect("a calendar body serializes");
-    answer["replanned"] = json!(written.replanned);
+    let answer = CalendarWrittenBody {
+        calendar: CalendarBody::of(written.calendar),
+        replanned: written.replanned,
+    };
     Ok(crate::wire::written(
         written.created,
         location,

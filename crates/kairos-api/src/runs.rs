@@ -15,12 +15,12 @@ use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Phase, Problem, RunQuery};
 use kairos_store::cancel::Cancel;
 use kairos_worker::intake::{self};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::{bad_request, intake_failed, ApiError};
-use crate::wire::{RunBody, RunPageBody, RunViewBody};
+use crate::wire::{CancelledBody, RunBody, RunPageBody, RunViewBody};
 use crate::AppState;
 
 /// `GET /runs/{key}` → the run with `max_attempts`, `history` and `logs`.
@@ -136,7 +136,7 @@ pub(crate) async fn cancel(
     Caller(actor): Caller,
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CancelledBody>, ApiError> {
     let body = match body {
         Ok(bytes) if bytes.is_empty() => Ok(Bytes::from_static(b"{}")),
         other => other,
@@ -164,10 +164,11 @@ pub(crate) async fn cancel(
         ),
         Cancel::NotFound => unreachable!("handled above"),
     };
-    let mut body = serde_json::to_value(RunBody::of(run)).expect("runs serialize");
-    body["cancel"] = json!(done.kind());
-    body["message"] = json!(message);
-    Ok(Json(body))
+    Ok(Json(CancelledBody {
+        run: RunBody::of(run),
+        cancel: done.kind(),
+        message,
+    }))
 }
 
 /// Reads a cancel body `{reason?}` (an empty body is `{}`).

@@ -115,6 +115,44 @@ pub(crate) struct SkipsBody {
     pub skips: Vec<SkipBody>,
 }
 
+/// `PUT /workflows/{id}/versions/{v}`: the version stored (or found stored), the schedules
+/// the deploy wrote and those it removed.
+#[derive(Debug, Serialize)]
+pub(crate) struct DeployedBody {
+    pub workflow_id: String,
+    pub version: i64,
+    pub created: bool,
+    pub schedules: Vec<UpsertAnswer>,
+    pub removed: Vec<String>,
+}
+
+/// `GET /workflows/{id}/versions/{v}`: one stored version.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkflowBody {
+    pub workflow_id: String,
+    pub version: i32,
+    pub dag: Value,
+    pub created_at: String,
+}
+
+/// `POST /runs/{key}/cancel`: the run, what the cancel did (`cancelled`, `cancelling`,
+/// `already_cancelling`, `finished`) and a sentence saying so.
+#[derive(Debug, Serialize)]
+pub(crate) struct CancelledBody {
+    #[serde(flatten)]
+    pub run: RunBody,
+    pub cancel: &'static str,
+    pub message: String,
+}
+
+/// `PUT /calendars/{name}`: the calendar and the schedules it was replanned for.
+#[derive(Debug, Serialize)]
+pub(crate) struct CalendarWrittenBody {
+    #[serde(flatten)]
+    pub calendar: CalendarBody,
+    pub replanned: Vec<String>,
+}
+
 /// A schedule as `GET /schedules/{id}` and `GET /schedules` show it.
 #[derive(Debug, Serialize)]
 pub(crate) struct ScheduleBody {

@@ -10,14 +10,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use kairos_registrar::{rfc3339, Problem, WorkflowInput};
-use serde_json::json;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
 use crate::error::bad_request;
 use crate::error::ApiError;
 use crate::wire::{
-    schedule_list, UpsertAnswer, VersionBody, VersionsBody, WorkflowPageBody, WorkflowSummaryBody,
+    schedule_list, DeployedBody, UpsertAnswer, VersionBody, VersionsBody, WorkflowBody,
+    WorkflowPageBody, WorkflowSummaryBody,
 };
 use crate::AppState;
 
@@ -48,14 +48,13 @@ pub(crate) async fn put(
         .put_workflow(&input)
         .await?;
     let location = format!("/workflows/{workflow_id}/versions/{version}");
-    let schedules: Vec<UpsertAnswer> = deployed.schedules.iter().map(UpsertAnswer::of).collect();
-    let answer = json!({
-        "workflow_id": workflow_id,
-        "version": version,
-        "created": deployed.created,
-        "schedules": schedules,
-        "removed": deployed.removed,
-    });
+    let answer = DeployedBody {
+        workflow_id,
+        version,
+        created: deployed.created,
+        schedules: deployed.schedules.iter().map(UpsertAnswer::of).collect(),
+        removed: deployed.removed,
+    };
     Ok(crate::wire::written(
         deployed.created,
         location,
@@ -67,15 +66,15 @@ pub(crate) async fn put(
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path((workflow_id, version)): Path<(String, String)>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<WorkflowBody>, ApiError> {
     let version = parse_version(&version)?;
     let stored = state.registrar.get_workflow(&workflow_id, version).await?;
-    Ok(Json(json!({
-        "workflow_id": stored.workflow_id,
-        "version": stored.version,
-        "dag": stored.dag,
-        "created_at": rfc3339(stored.created_at),
-    })))
+    Ok(Json(WorkflowBody {
+        workflow_id: stored.workflow_id,
+        version: stored.version,
+        dag: stored.dag,
+        created_at: rfc3339(stored.created_at),
+    }))
 }
 
 fn parse_version(text: &str) -> Result<i64, ApiError> {
