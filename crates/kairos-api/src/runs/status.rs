@@ -11,7 +11,7 @@ use axum::Json;
 use kairos_registrar::{Error as RegistrarError, Problem};
 use kairos_worker::intake::Applied;
 use kairos_worker::intake::{self, Item};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::body::{self};
 use crate::error::{intake_failed, ApiError};
@@ -55,7 +55,7 @@ pub const MAX_BATCH_REPORTS: usize = 1_000;
 pub(crate) async fn report_many(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Vec<Value>>, ApiError> {
+) -> Result<Json<Vec<BatchAnswer>>, ApiError> {
     let entries = match body::json(body, state.max_body_bytes)? {
         Value::Array(entries) if (1..=MAX_BATCH_REPORTS).contains(&entries.len()) => entries,
         _ => {
@@ -65,7 +65,7 @@ pub(crate) async fn report_many(
             )]))
         }
     };
-    let mut answers: Vec<Option<Value>> = vec![None; entries.len()];
+    let mut answers: Vec<Option<BatchAnswer>> = (0..entries.len()).map(|_| None).collect();
     let mut items = Vec::with_capacity(entries.len());
     let mut positions = Vec::with_capacity(entries.len());
     for (position, entry) in entries.iter().enumerate() {
@@ -90,7 +90,11 @@ pub(crate) async fn report_many(
             .map_err(intake_failed)
             .and_then(|applied| answer(&key, applied));
         answers[position] = Some(match answered {
-            Ok(run) => json!({"status": 200, "run": run}),
+            Ok(run) => BatchAnswer {
+                status: 200,
+                run: Some(run),
+                problem: None,
+            },
             Err(err) => refused(err).await,
         });
     }
@@ -129,14 +133,29 @@ fn answer(key: &str, applied: Applied) -> Result<RunBody, ApiError> {
     }
 }
 
+/// One answer of `POST /runs/status`: the status code the single route would answer, with
+/// the run (200) or the problem document.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct BatchAnswer {
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<Value>,
+}
+
 /// A refusal as one batch answer: `{status, problem}`, the problem document exactly as the
 /// single route would send it (the one mapping in `error.rs`).
-async fn refused(err: ApiError) -> Value {
+async fn refused(err: ApiError) -> BatchAnswer {
     let response = err.into_response();
     let status = response.status().as_u16();
     let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
         .await
         .unwrap_or_default();
     let problem: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    json!({"status": status, "problem": problem})
+    BatchAnswer {
+        status,
+        run: None,
+        problem: Some(problem),
+    }
 }
