@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, router, ts, DEPLOYER, EXECUTOR, READER};
+use common::{call, router, ts, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus, CUT_MARK, MAX_OUTPUT_BYTES};
 use kairos_store::runs::{self, NewRun};
 use kairos_testkit::sqlx;
@@ -18,27 +18,11 @@ const MARKUP: &str = "step 1 ok\n<script>alert(1)</script> & \"done\"\n";
 
 /// A schedule with two attempts and its published run of 07:00, `ENQUEUED`.
 async fn published_run(api: &axum::Router, pool: &kairos_store::PgPool) -> String {
-    let (status, _, answer) = call(
-        api,
-        Method::PUT,
-        "/workflows/wa/versions/1",
-        Some(DEPLOYER),
-        Some(json!({"dag": {"nodes": [{"id": "a"}], "edges": []}})),
-    )
-    .await;
-    assert!(status.is_success(), "deploy: {status} {answer}");
+    common::deploy_workflow(api, "wa", 1).await;
     let schedule = json!({"schedule_id": "s1", "workflow_id": "wa", "version": 1,
                           "user_id": "u1", "cron_expr": "0 7 * * *", "timezone": "UTC",
                           "max_attempts": 2, "retry_intervals_s": [60]});
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(schedule),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    common::upsert_new(api, schedule).await;
     let at = ts("2026-03-05T07:00:00Z");
     let key = RunKey::tick("s1", at).as_str().to_string();
     let run = NewRun {
