@@ -302,3 +302,46 @@ async fn unknown_ui_paths_answer_the_styled_not_found_page() {
         "{body}"
     );
 }
+
+/// After an operator retries a dead letter, the timeline still shows the dead letter (the
+/// run row forgot it; the retry's change keeps it) and who retried, with the attempts.
+#[tokio::test]
+async fn the_timeline_shows_the_dead_letter_a_retry_took_back_and_who_retried() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let api = router(pool.clone(), NOW);
+    setup(&api).await;
+    let key = insert_run(&pool, "2026-03-05T07:00:00Z", RunStatus::Failed).await;
+    sqlx::query(
+        "update schedule_runs set finished_at = '2026-03-05T07:05:00Z', \
+         dead_lettered_at = '2026-03-05T07:05:00Z', last_error = 'exit 2' \
+         where idempotency_key = $1",
+    )
+    .bind(&key)
+    .execute(&pool)
+    .await
+    .expect("dead letter");
+    let uri = format!("/runs/{key}/retry");
+    let (status, _, body) = call(
+        &api,
+        Method::POST,
+        &uri,
+        Some(DEPLOYER),
+        Some(json!({"request_id": "again-1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["dead_lettered_at"], Value::Null, "{body}");
+
+    let uri = format!("/ui/fragments/runs/{key}");
+    let (status, _, fragment) = page(&api, &uri, Some(READER)).await;
+    assert_eq!(status, StatusCode::OK, "{fragment}");
+    let timeline = unescape(between(&fragment, "id=\"timeline\"", "</ol>"));
+    assert!(timeline.contains("Dead-lettered"), "{timeline}");
+    assert!(timeline.contains("attempt 1 was the last"), "{timeline}");
+    assert!(timeline.contains("Retried by compiler"), "{timeline}");
+    assert!(timeline.contains("attempt 1 → 2"), "{timeline}");
+    let dead = timeline.find("Dead-lettered").expect("dead letter");
+    let retried = timeline.find("Retried by").expect("retry");
+    assert!(dead < retried, "oldest first: {timeline}");
+}

@@ -269,6 +269,8 @@ pub struct HistoryFilter {
     pub calendar: Option<String>,
     /// Only this workflow's (its versions and its schedules).
     pub workflow_id: Option<String>,
+    /// Only this run's (with `schedule_id`, whose index finds them).
+    pub run_key: Option<String>,
     /// Only this actor's.
     pub actor: Option<String>,
     /// Only changes of this kind.

@@ -4,7 +4,10 @@
 //! /dead-letters`) and the late runs (`GET /runs?late=true`).
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Attempt, AttemptLog, ChangeKind, FieldChange, Run, Subject};
+use kairos_core::{
+    Attempt, AttemptLog, ChangeKind, FieldChange, FieldValue, HistoryEntry, HistoryFilter, Run,
+    Subject,
+};
 use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::Tx;
 use kairos_store::{run_logs, runs};
@@ -25,7 +28,13 @@ pub struct RunView {
     pub max_attempts: i32,
     /// The logs its executors reported, one per attempt that reported any, oldest first.
     pub logs: Vec<AttemptLog>,
+    /// What people and kairos did to it (retries, cancels), newest first, at most
+    /// [`RUN_CHANGES_MAX`].
+    pub changes: Vec<HistoryEntry>,
 }
+
+/// The most changes of one run [`Registrar::run`] reads.
+pub const RUN_CHANGES_MAX: i64 = 100;
 
 /// Filters of [`Registrar::dead_letters`] and [`Registrar::late_runs`], as the caller gives
 /// them.
@@ -53,6 +62,13 @@ impl Registrar {
             .ok_or_else(|| unknown(key))?;
         let history = attempts::history(&mut *tx, key).await?;
         let logs = run_logs::of_run(&mut *tx, key).await?;
+        let filter = HistoryFilter {
+            schedule_id: Some(run.schedule_id.clone()),
+            run_key: Some(key.to_string()),
+            limit: RUN_CHANGES_MAX,
+            ..HistoryFilter::default()
+        };
+        let changes = kairos_store::history::list(&mut *tx, &filter).await?;
         let max_attempts = kairos_store::schedules::get(&mut *tx, &run.schedule_id)
             .await?
             .map_or(1, |schedule| schedule.failure.max_attempts);
@@ -62,6 +78,7 @@ impl Registrar {
             history,
             max_attempts,
             logs,
+            changes,
         })
     }
 
@@ -82,10 +99,14 @@ impl Registrar {
         let retried = attempts::retry_finished(&mut tx, key, request_id, now).await?;
         if let (Retried::Started(run), Some(before)) = (&retried, &before) {
             let subject = Subject::run(key, &run.schedule_id, &run.workflow_id);
-            let fields = vec![
+            let mut fields = vec![
                 FieldChange::new("status", before.status.as_str(), run.status.as_str()),
                 FieldChange::new("attempt", before.attempt, run.attempt),
             ];
+            // The dead letter the retry takes back is kept here: the run row forgets it.
+            if let Some(at) = before.dead_lettered_at {
+                fields.push(FieldChange::new("dead_lettered_at", at, FieldValue::Null));
+            }
             let change = self.change(subject, ChangeKind::Retry, fields);
             crate::history::record(&mut tx, &[change], now).await?;
         }

@@ -114,6 +114,7 @@ impl Registrar {
             schedule_id: query.schedule_id.clone(),
             calendar: query.calendar.clone(),
             workflow_id: query.workflow_id.clone(),
+            run_key: None,
             actor: query.actor.clone(),
             kind,
             since: query.since,

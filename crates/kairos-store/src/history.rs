@@ -75,6 +75,7 @@ pub async fn list(db: impl PgExecutor<'_>, filter: &HistoryFilter) -> Result<Vec
         ("schedule_id", &filter.schedule_id),
         ("calendar", &filter.calendar),
         ("workflow_id", &filter.workflow_id),
+        ("run_key", &filter.run_key),
         ("actor", &filter.actor),
     ] {
         if let Some(value) = value {

@@ -56,7 +56,7 @@ fn row(entry: &HistoryEntry, now: DateTime<Utc>) -> Markup {
 }
 
 /// A field's value in words: `—` for none, lists comma-separated.
-fn text(value: &FieldValue) -> String {
+pub(crate) fn text(value: &FieldValue) -> String {
     match value {
         FieldValue::Null => "—".to_string(),
         FieldValue::Bool(flag) => flag.to_string(),

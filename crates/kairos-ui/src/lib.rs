@@ -31,6 +31,7 @@ mod links;
 mod list;
 mod params;
 mod run;
+mod run_changes;
 mod runs;
 mod schedule;
 mod tabs;

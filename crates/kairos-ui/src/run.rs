@@ -141,7 +141,8 @@ struct Event {
 }
 
 /// The moments of the run, oldest first: written, each attempt's publish, start and end,
-/// the attempt in progress, and the dead letter.
+/// the attempt in progress, the dead letter, and who retried or cancelled it
+/// (`run_changes.rs`).
 fn events(view: &RunView) -> Vec<Event> {
     let run = &view.run;
     let mut events = vec![Event {
@@ -199,6 +200,15 @@ fn events(view: &RunView) -> Vec<Event> {
             detail: run.late_reason.clone(),
         });
     }
+    events.extend(
+        crate::run_changes::moments(&view.changes)
+            .into_iter()
+            .map(|m| Event {
+                at: m.at,
+                what: m.what,
+                detail: m.detail,
+            }),
+    );
     events.sort_by_key(|event| event.at);
     events
 }
