@@ -1,6 +1,7 @@
 //! Handlers of the `/schedules` routes.
 
 pub(crate) mod backfill;
+mod explained;
 pub(crate) mod skips;
 pub(crate) mod trigger;
 
@@ -13,12 +14,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use kairos_core::{DstNote, Occurrence, TickExplained, TickNote};
-use kairos_registrar::{
-    ListFilter, PauseChange, PreviewInput, ScheduleInput, Skip, LIST_LIMIT_MAX,
-};
+use kairos_registrar::{ListFilter, PauseChange, PreviewInput, ScheduleInput, LIST_LIMIT_MAX};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::access::Caller;
 use crate::body::{self, Fields};
@@ -28,6 +26,7 @@ use crate::wire::{
     SkipBody, UpsertedBody,
 };
 use crate::AppState;
+use explained::{ExplainedPause, LeftOutBody, NoteBody, TickBody};
 
 /// `POST /schedules/upsert[?dry_run=true]`: 201 when created, 200 when updated (or
 /// unchanged); a dry-run answers 200 with what it would do and stores nothing.
@@ -85,33 +84,55 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ScheduleViewBody>, ApiError> {
     let mut query = body::Query::new(params);
     let explain = query.boolean("explain").unwrap_or(false);
     query.finish()?;
     let view = state.registrar.get(&id).await?;
     let deadline_s = view.schedule.deadline_s;
-    let pause = Pause::of(&view.schedule);
-    let mut body =
+    let pause = ExplainedPause::of(&view.schedule);
+    let mut schedule =
         ScheduleBody::of(view.schedule, view.next_fire, Some(view.preview)).with_stats(&view.stats);
-    body.waiting_on = view.waiting_on;
-    // A plain struct of strings, numbers and options: serializing it cannot fail.
-    let mut answer = json!(body);
-    if explain {
-        let explained: Vec<Value> = view
-            .explained
+    schedule.waiting_on = view.waiting_on;
+    let skips = &view.skips;
+    let explained_preview = explain.then(|| {
+        view.explained
             .into_iter()
-            .map(|tick| {
-                let at = tick.note.at;
-                with_deadline(skipped_tick_json(tick, &view.skips), at, deadline_s)
-            })
-            .collect();
-        answer["explained_preview"] = json!(explained);
-        if let Some(pause) = pause {
-            answer["explained_pause"] = pause.json();
-        }
-    }
-    Ok(Json(answer))
+            .map(|tick| TickBody::of(tick, skips, deadline_s))
+            .collect()
+    });
+    Ok(Json(ScheduleViewBody {
+        schedule,
+        explained_preview,
+        explained_pause: pause.filter(|_| explain),
+    }))
+}
+
+/// `GET /schedules/{id}`: the schedule, with `explain=true` its explained fire times and
+/// its pause.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct ScheduleViewBody {
+    #[serde(flatten)]
+    schedule: ScheduleBody,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explained_preview: Option<Vec<TickBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explained_pause: Option<ExplainedPause>,
+}
+
+/// `POST /schedules/preview`: the fire times, the times left out and why, with
+/// `schedule_id` the stored skips, and with `explain` each tick explained.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct PreviewBody {
+    fire_times: Vec<String>,
+    excluded: Vec<LeftOutBody>,
+    explained: Vec<NoteBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<Vec<SkipBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticks: Option<Vec<TickBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outside_window: Option<Vec<LeftOutBody>>,
 }
 
 /// `GET /schedules?q=&workflow_id=&user_id=&paused=&cursor=&limit=` (`q`: a
@@ -164,167 +185,41 @@ pub(crate) async fn runs(
 pub(crate) async fn preview(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<PreviewBody>, ApiError> {
     let (input, explain) = read_preview(body::json(body, state.max_body_bytes)?)?;
     let preview = state.registrar.preview_explained(&input).await?;
     let rfc3339 = kairos_registrar::rfc3339;
-    let times: Vec<String> = preview.fire_times.into_iter().map(rfc3339).collect();
-    let excluded: Vec<Value> = preview
-        .excluded
-        .into_iter()
-        .map(|e| json!({ "at": rfc3339(e.at), "by": e.by.to_string() }))
-        .collect();
-    let explained: Vec<Value> = preview.notes.into_iter().map(note_json).collect();
-    let mut answer = json!({ "fire_times": times, "excluded": excluded, "explained": explained });
-    if input.schedule_id.is_some() {
-        let skipped: Vec<SkipBody> = preview.skips.iter().cloned().map(SkipBody::of).collect();
-        answer["skipped"] = json!(skipped);
-    }
-    if explain {
-        let deadline_s = input.deadline_s.and_then(|s| i32::try_from(s).ok());
-        let skips = &preview.skips;
-        let ticks: Vec<Value> = preview
+    let skips = preview.skips;
+    let deadline_s = input.deadline_s.and_then(|s| i32::try_from(s).ok());
+    let ticks = explain.then(|| {
+        preview
             .ticks
             .into_iter()
-            .map(|tick| {
-                let at = tick.note.at;
-                with_deadline(skipped_tick_json(tick, skips), at, deadline_s)
-            })
-            .collect();
-        let outside: Vec<Value> = preview
+            .map(|tick| TickBody::of(tick, &skips, deadline_s))
+            .collect()
+    });
+    let outside_window = explain.then(|| {
+        preview
             .outside_window
             .into_iter()
-            .map(|o| json!({ "at": rfc3339(o.at), "why": o.side.as_str() }))
-            .collect();
-        answer["ticks"] = json!(ticks);
-        answer["outside_window"] = json!(outside);
-    }
-    Ok(Json(answer))
-}
-
-/// One upcoming time explained: `{at, wall_time, utc_offset, fire_at, jitter_ms,
-/// rolled_from?, dst?}` (`dst` as in `explained`).
-fn tick_json(tick: TickExplained) -> Value {
-    let mut body = note_json(tick.note.clone());
-    body["wall_time"] = json!(tick.wall.format("%Y-%m-%dT%H:%M:%S").to_string());
-    body["utc_offset"] = json!(tick.utc_offset());
-    body["fire_at"] = json!(kairos_registrar::rfc3339(tick.fire_at));
-    body["jitter_ms"] = json!(tick.jitter.num_milliseconds());
-    body
-}
-
-/// An explained tick with the deadline its run will have (`deadline_at`: the tick plus
-/// the schedule's `deadline_s`), when the schedule sets one.
-fn with_deadline(
-    mut tick: Value,
-    at: chrono::DateTime<chrono::Utc>,
-    deadline_s: Option<i32>,
-) -> Value {
-    if let Some(seconds) = deadline_s {
-        let deadline = at + chrono::Duration::seconds(i64::from(seconds));
-        tick["deadline_at"] = json!(kairos_registrar::rfc3339(deadline));
-    }
-    tick
-}
-
-/// A paused schedule's pause, as its explained preview shows it.
-struct Pause {
-    by: Option<String>,
-    note: Option<String>,
-    until: Option<chrono::DateTime<chrono::Utc>>,
-    catchup: &'static str,
-}
-
-impl Pause {
-    fn of(schedule: &kairos_registrar::Schedule) -> Option<Pause> {
-        schedule.paused.then(|| Pause {
-            by: schedule.paused_by.clone(),
-            note: schedule.pause_note.clone(),
-            until: schedule.paused_until,
-            catchup: schedule.catchup_policy.as_str(),
-        })
-    }
-
-    /// `{paused_by, note, until, reason}`: what the pause does to the fire times shown.
-    fn json(&self) -> Value {
-        let by = self.by.as_deref().unwrap_or("anonymous");
-        let why = self
-            .note
-            .as_deref()
-            .map(|n| format!(": {n}"))
-            .unwrap_or_default();
-        let reason = match self.until {
-            Some(until) => format!(
-                "paused until {} by {by}{why}; the fire times start there, the ticks before \
-                 it are missed, and on resume catch-up {} decides which of them run",
-                kairos_registrar::rfc3339(until),
-                self.catchup
-            ),
-            None => format!(
-                "paused by {by}{why}, until resumed: none of these fire times fires unless \
-                 the schedule is resumed before it, and on resume catch-up {} decides which \
-                 missed ticks run",
-                self.catchup
-            ),
-        };
-        json!({
-            "paused_by": self.by,
-            "note": self.note,
-            "until": self.until.map(kairos_registrar::rfc3339),
-            "reason": reason,
-        })
-    }
-}
-
-/// [`tick_json`] with `skipped` (`{skipped_by, note, reason}`) when the tick is one of
-/// `skips`: it will not run.
-fn skipped_tick_json(tick: TickExplained, skips: &[Skip]) -> Value {
-    let at = tick.note.at;
-    let mut body = tick_json(tick);
-    if let Some(skip) = skips.iter().find(|skip| skip.run_at == at) {
-        body["skipped"] = json!({
-            "skipped_by": skip.skipped_by,
-            "note": skip.note,
-            "reason": skip.reason(),
-        });
-    }
-    body
-}
-
-/// One fire time's note: `{at, rolled_from?, dst?: {rule, source, ...}}`.
-fn note_json(note: TickNote) -> Value {
-    let mut body = json!({ "at": kairos_registrar::rfc3339(note.at) });
-    if let Some(from) = note.rolled_from {
-        body["rolled_from"] = json!(kairos_registrar::rfc3339(from));
-    }
-    match note.dst {
-        Some(DstNote::Shifted { wall, source }) => {
-            body["dst"] = json!({
-                "rule": "dst_gap=shift",
-                "source": source.as_str(),
-                "wall_time": wall.format("%Y-%m-%dT%H:%M:%S").to_string(),
-                "note": "the wall time did not exist; fired when the clocks jumped",
-            });
-        }
-        Some(DstNote::Fold {
-            occurrence,
-            fold,
-            source,
-        }) => {
-            let which = match occurrence {
-                Occurrence::First => "first",
-                Occurrence::Second => "second",
-            };
-            body["dst"] = json!({
-                "rule": format!("dst_fold={fold}"),
-                "source": source.as_str(),
-                "occurrence": which,
-                "note": "the wall time happened twice",
-            });
-        }
-        None => {}
-    }
-    body
+            .map(|o| LeftOutBody::outside(o.at, o.side.as_str()))
+            .collect()
+    });
+    Ok(Json(PreviewBody {
+        fire_times: preview.fire_times.into_iter().map(rfc3339).collect(),
+        excluded: preview
+            .excluded
+            .into_iter()
+            .map(|e| LeftOutBody::excluded(e.at, e.by.to_string()))
+            .collect(),
+        explained: preview.notes.into_iter().map(NoteBody::of).collect(),
+        skipped: input
+            .schedule_id
+            .is_some()
+            .then(|| skips.iter().cloned().map(SkipBody::of).collect()),
+        ticks,
+        outside_window,
+    }))
 }
 
 /// The `dry_run` query parameter (default false); any other parameter is refused.
