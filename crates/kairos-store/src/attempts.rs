@@ -61,16 +61,34 @@ pub async fn settle_timed_out(
 }
 
 /// An `ENQUEUED` run that no executor started within its start timeout.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unstarted {
     /// The run as it is.
-    #[sqlx(flatten, try_from = "RunRow")]
     pub run: Run,
     /// How often its attempt was re-published.
     pub republished: i32,
     /// Its schedule's failure policy.
-    #[sqlx(flatten, try_from = "FailureRow")]
     pub failure: FailurePolicy,
+}
+
+/// The row [`unstarted`] reads into an [`Unstarted`].
+#[derive(sqlx::FromRow)]
+struct UnstartedRow {
+    #[sqlx(flatten)]
+    run: RunRow,
+    republished: i32,
+    #[sqlx(flatten)]
+    failure: FailureRow,
+}
+
+impl From<UnstartedRow> for Unstarted {
+    fn from(row: UnstartedRow) -> Unstarted {
+        Unstarted {
+            run: row.run.into(),
+            republished: row.republished,
+            failure: row.failure.into(),
+        }
+    }
 }
 
 /// Locks up to `limit` `ENQUEUED` runs published longer ago than their schedule's
@@ -105,12 +123,13 @@ pub async fn unstarted(
            and r.published_at < $1 - make_interval(secs => coalesce(s.start_timeout_s, $2)) \
          order by r.published_at limit $3 for update of r skip locked"
     );
-    Ok(sqlx::query_as(&sql)
+    let rows: Vec<UnstartedRow> = sqlx::query_as(&sql)
         .bind(now)
         .bind(default_s)
         .bind(limit)
         .fetch_all(tx)
-        .await?)
+        .await?;
+    Ok(rows.into_iter().map(Unstarted::from).collect())
 }
 
 /// Records re-published runs: `(key, stream sequence)`; `published_at` is now again, so the

@@ -8,7 +8,7 @@ use sqlx::PgExecutor;
 use crate::Result;
 
 /// What is waiting, by the database's clock.
-#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backlog {
     /// `PENDING` runs whose `fire_at` has come (due, not yet published).
     pub pending: i64,
@@ -17,6 +17,24 @@ pub struct Backlog {
     /// Unpaused schedules whose `next_run_at` is within the planner's lookahead (what the
     /// planner's next pass would claim).
     pub schedules_due: i64,
+}
+
+/// The row [`backlog`] reads into a [`Backlog`].
+#[derive(sqlx::FromRow)]
+struct BacklogRow {
+    pending: i64,
+    oldest_seconds: f64,
+    schedules_due: i64,
+}
+
+impl From<BacklogRow> for Backlog {
+    fn from(row: BacklogRow) -> Backlog {
+        Backlog {
+            pending: row.pending,
+            oldest_seconds: row.oldest_seconds,
+            schedules_due: row.schedules_due,
+        }
+    }
 }
 
 /// Reads the backlog at the database's now (`pinned` in tests).
@@ -32,7 +50,7 @@ pub async fn backlog(
     // where status is 'PENDING' or 'RETRYING'; the RETRYING ones are filtered out), and the
     // schedule count one of `schedules_due`, so the cost follows the backlog, not the
     // history.
-    Ok(sqlx::query_as(
+    let row: BacklogRow = sqlx::query_as(
         "with now as (select coalesce($1::timestamptz, clock_timestamp()) as at), \
          due as (select count(*) as n, min(fire_at) as oldest from schedule_runs, now \
                  where status = 'PENDING' and fire_at <= now.at) \
@@ -46,5 +64,6 @@ pub async fn backlog(
     .bind(pinned)
     .bind(lookahead_s)
     .fetch_one(db)
-    .await?)
+    .await?;
+    Ok(row.into())
 }

@@ -146,7 +146,7 @@ select cur.status from cur left join (select count(*) as n from woken) as w on t
 });
 
 /// A cancel message to send: a `CANCELLING` run the stream has not acknowledged one for.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsent {
     /// The run.
     pub idempotency_key: String,
@@ -164,6 +164,32 @@ pub struct Unsent {
     pub cancel_requested_at: DateTime<Utc>,
 }
 
+/// The row [`unsent`] reads into an [`Unsent`].
+#[derive(sqlx::FromRow)]
+struct UnsentRow {
+    idempotency_key: String,
+    workflow_id: String,
+    schedule_id: String,
+    run_id: Option<String>,
+    attempt: i32,
+    reason: Option<String>,
+    cancel_requested_at: DateTime<Utc>,
+}
+
+impl From<UnsentRow> for Unsent {
+    fn from(row: UnsentRow) -> Unsent {
+        Unsent {
+            idempotency_key: row.idempotency_key,
+            workflow_id: row.workflow_id,
+            schedule_id: row.schedule_id,
+            run_id: row.run_id,
+            attempt: row.attempt,
+            reason: row.reason,
+            cancel_requested_at: row.cancel_requested_at,
+        }
+    }
+}
+
 /// Locks up to `limit` `CANCELLING` runs whose cancel message is not sent, oldest request
 /// first, skipping runs another transaction holds (a killed sender leaves them for the
 /// next; the message id de-duplicates a second copy).
@@ -171,7 +197,7 @@ pub struct Unsent {
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn unsent(tx: &mut PgConnection, limit: i64) -> Result<Vec<Unsent>> {
-    Ok(sqlx::query_as(&format!(
+    let rows: Vec<UnsentRow> = sqlx::query_as(&format!(
         "select r.idempotency_key, r.workflow_id, r.schedule_id, r.run_id, r.attempt, r.reason, \
            c.requested_at as cancel_requested_at \
          from (select idempotency_key, run_at, requested_at from run_cancels \
@@ -185,7 +211,8 @@ pub async fn unsent(tx: &mut PgConnection, limit: i64) -> Result<Vec<Unsent>> {
     ))
     .bind(limit)
     .fetch_all(&mut *tx)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(Unsent::from).collect())
 }
 
 /// Records that the cancel messages of `keys` were acknowledged at `now`.

@@ -17,7 +17,7 @@ use sqlx::{PgConnection, PgExecutor};
 use crate::Result;
 
 /// A run the sweep found late.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Late {
     /// The run's key.
     pub idempotency_key: String,

@@ -32,7 +32,7 @@ pub const API_SCHEDULE_ID: &str = "run-launcher";
 
 /// A due run this transaction has locked (`PENDING`, or `RETRYING` whose next attempt is
 /// due), with what the dispatcher needs to decide.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimed {
     /// The run's key; the `Nats-Msg-Id`.
     pub idempotency_key: String,
@@ -43,10 +43,8 @@ pub struct Claimed {
     /// When it is due.
     pub fire_at: DateTime<Utc>,
     /// What created it.
-    #[sqlx(try_from = "String")]
     pub source: RunSource,
     /// `PENDING`, or `RETRYING` (it already holds its schedule).
-    #[sqlx(try_from = "String")]
     pub status: RunStatus,
     /// The attempt to launch (1 unless an attempt failed before).
     pub attempt: i32,
@@ -60,7 +58,6 @@ pub struct Claimed {
     pub user_id: String,
     /// The run's own overlap policy, else its schedule's now (`allow` for api runs and
     /// deleted schedules).
-    #[sqlx(try_from = "String")]
     pub overlap_policy: OverlapPolicy,
     /// Due longer than the launch deadline (since `fire_at`, or since its release from
     /// `QUEUED`): the run must not go out any more.
@@ -70,6 +67,51 @@ pub struct Claimed {
     pub revision: Option<i64>,
     /// Its schedule's revision when this transaction claimed it (`None`: no such schedule).
     pub schedule_revision: Option<i64>,
+}
+
+/// The row [`claim`] and [`claim_key`] read into a [`Claimed`].
+#[derive(sqlx::FromRow)]
+struct ClaimedRow {
+    idempotency_key: String,
+    schedule_id: String,
+    run_at: DateTime<Utc>,
+    fire_at: DateTime<Utc>,
+    #[sqlx(try_from = "String")]
+    source: RunSource,
+    #[sqlx(try_from = "String")]
+    status: RunStatus,
+    attempt: i32,
+    exclusive: bool,
+    workflow_id: String,
+    version: i32,
+    user_id: String,
+    #[sqlx(try_from = "String")]
+    overlap_policy: OverlapPolicy,
+    late: bool,
+    revision: Option<i64>,
+    schedule_revision: Option<i64>,
+}
+
+impl From<ClaimedRow> for Claimed {
+    fn from(row: ClaimedRow) -> Claimed {
+        Claimed {
+            idempotency_key: row.idempotency_key,
+            schedule_id: row.schedule_id,
+            run_at: row.run_at,
+            fire_at: row.fire_at,
+            source: row.source,
+            status: row.status,
+            attempt: row.attempt,
+            exclusive: row.exclusive,
+            workflow_id: row.workflow_id,
+            version: row.version,
+            user_id: row.user_id,
+            overlap_policy: row.overlap_policy,
+            late: row.late,
+            revision: row.revision,
+            schedule_revision: row.schedule_revision,
+        }
+    }
 }
 
 impl Claimed {
@@ -243,13 +285,14 @@ pub async fn claim(
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
     ));
-    Ok(sqlx::query_as(&sql)
+    let rows: Vec<ClaimedRow> = sqlx::query_as(&sql)
         .bind(now)
         .bind(launch_deadline_s)
         .bind(limit)
         .bind(due_by)
         .fetch_all(&mut *tx)
-        .await?)
+        .await?;
+    Ok(rows.into_iter().map(Claimed::from).collect())
 }
 
 /// Locks one `PENDING` run by key, whatever its `fire_at` (the run launcher publishes at
@@ -264,12 +307,13 @@ pub async fn claim_key(
     launch_deadline_s: f64,
 ) -> Result<Option<Claimed>> {
     let sql = claim_sql("r.status = 'PENDING' and r.idempotency_key = $3");
-    Ok(sqlx::query_as(&sql)
+    let row: Option<ClaimedRow> = sqlx::query_as(&sql)
         .bind(now)
         .bind(launch_deadline_s)
         .bind(key)
         .fetch_optional(&mut *tx)
-        .await?)
+        .await?;
+    Ok(row.map(Claimed::from))
 }
 
 /// The DAGs of the given `(workflow_id, version)` pairs; missing ones are absent.
@@ -425,7 +469,7 @@ pub async fn next_due_in(
 }
 
 /// A run the sweep timed out, with what deciding its next attempt needs.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimedOut {
     /// The run.
     pub idempotency_key: String,
@@ -434,8 +478,28 @@ pub struct TimedOut {
     /// `heartbeat` (silent past `heartbeat_timeout_s`) or `max_run_seconds`.
     pub cause: String,
     /// Its schedule's failure policy (absent for a run whose schedule is gone).
-    #[sqlx(flatten, try_from = "crate::rows::FailureRow")]
     pub failure: FailurePolicy,
+}
+
+/// The row [`time_out`] reads into a [`TimedOut`].
+#[derive(sqlx::FromRow)]
+struct TimedOutRow {
+    idempotency_key: String,
+    attempt: i32,
+    cause: String,
+    #[sqlx(flatten)]
+    failure: crate::rows::FailureRow,
+}
+
+impl From<TimedOutRow> for TimedOut {
+    fn from(row: TimedOutRow) -> TimedOut {
+        TimedOut {
+            idempotency_key: row.idempotency_key,
+            attempt: row.attempt,
+            cause: row.cause,
+            failure: row.failure.into(),
+        }
+    }
 }
 
 /// In-flight runs older than their schedule's `max_run_seconds`, and `STARTED` runs with no
@@ -451,7 +515,7 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
     // the statistics say: with a plain join and statistics taken before a burst, the planner
     // started from every run in flight (100,000 after one burst), on every instance, every
     // second. The conditions sit inside the lateral query so only late runs are locked.
-    Ok(sqlx::query_as(
+    let rows: Vec<TimedOutRow> = sqlx::query_as(
         "with late as ( \
            select r.idempotency_key, \
              case when s.max_run_seconds is not null \
@@ -492,7 +556,8 @@ pub async fn time_out(tx: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<T
     )
     .bind(now)
     .fetch_all(&mut *tx)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(TimedOut::from).collect())
 }
 
 /// For every schedule with `QUEUED` runs, fewer runs in flight than its limit

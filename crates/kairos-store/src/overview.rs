@@ -91,7 +91,7 @@ pub async fn in_flight(db: impl PgExecutor<'_>, filter: &RunFilter) -> Result<Ve
 
 /// One hour of the last day across all schedules: what the runs planned in it became, and
 /// how late the published ones were.
-#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct HourTotals {
     /// Which hour: 0 holds `run_at` in (now − 1 h, now], 23 holds (now − 24 h, now − 23 h].
     pub hours_ago: i32,
@@ -114,6 +114,36 @@ pub struct HourTotals {
     pub drift_max_ms: Option<f64>,
 }
 
+/// The row [`last_day`] reads into an [`HourTotals`].
+#[derive(sqlx::FromRow)]
+struct HourTotalsRow {
+    hours_ago: i32,
+    success: i64,
+    failed: i64,
+    skipped: i64,
+    cancelled: i64,
+    other: i64,
+    published: i64,
+    drift_p50_ms: Option<f64>,
+    drift_max_ms: Option<f64>,
+}
+
+impl From<HourTotalsRow> for HourTotals {
+    fn from(row: HourTotalsRow) -> HourTotals {
+        HourTotals {
+            hours_ago: row.hours_ago,
+            success: row.success,
+            failed: row.failed,
+            skipped: row.skipped,
+            cancelled: row.cancelled,
+            other: row.other,
+            published: row.published,
+            drift_p50_ms: row.drift_p50_ms,
+            drift_max_ms: row.drift_max_ms,
+        }
+    }
+}
+
 /// Runs with `run_at` in (`now` − 24 h, `now`], grouped by hour (only hours holding a run),
 /// newest hour first. Drift is over the published first attempts of planned ticks only, as
 /// the `kairos_fire_drift_seconds` histogram is (manual, backfill and chained runs and
@@ -122,7 +152,7 @@ pub struct HourTotals {
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn last_day(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec<HourTotals>> {
-    let rows = sqlx::query_as::<_, HourTotals>(
+    let rows = sqlx::query_as::<_, HourTotalsRow>(
         "with day as ( \
              select status, \
                     floor(extract(epoch from ($1::timestamptz - run_at)) / 3600)::int as hours_ago, \
@@ -146,5 +176,5 @@ pub async fn last_day(db: impl PgExecutor<'_>, now: DateTime<Utc>) -> Result<Vec
     .bind(now)
     .fetch_all(db)
     .await?;
-    Ok(rows)
+    Ok(rows.into_iter().map(HourTotals::from).collect())
 }

@@ -16,7 +16,7 @@ use crate::rows::RulesRow;
 use crate::Result;
 
 /// A schedule claimed for planning: what `kairos_core::plan` and the run rows need.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueSchedule {
     /// Primary key.
     pub schedule_id: String,
@@ -39,18 +39,60 @@ pub struct DueSchedule {
     /// Jitter bound in milliseconds.
     pub jitter_ms: i32,
     /// What to do with ticks older than the misfire grace.
-    #[sqlx(try_from = "String")]
     pub catchup_policy: CatchupPolicy,
     /// The `@every` anchor when there is no `start_at`.
     pub created_at: DateTime<Utc>,
     /// Exclusions, calendar names, roll and DST policy.
-    #[sqlx(flatten, try_from = "RulesRow")]
     pub rules: CalendarRules,
     /// How many more runs the planner may create (`max_runs` minus the runs it created so
     /// far, never below 0); `None`: no limit.
     pub remaining_runs: Option<i64>,
     /// Seconds after its tick by which a run must be final; `None`: no deadline.
     pub deadline_s: Option<i32>,
+}
+
+/// The row [`claim_due`] reads into a [`DueSchedule`].
+#[derive(sqlx::FromRow)]
+struct DueScheduleRow {
+    schedule_id: String,
+    workflow_id: String,
+    version: i32,
+    user_id: String,
+    cron_expr: String,
+    timezone: String,
+    start_at: Option<DateTime<Utc>>,
+    end_at: Option<DateTime<Utc>>,
+    next_run_at: DateTime<Utc>,
+    jitter_ms: i32,
+    #[sqlx(try_from = "String")]
+    catchup_policy: CatchupPolicy,
+    created_at: DateTime<Utc>,
+    #[sqlx(flatten)]
+    rules: RulesRow,
+    remaining_runs: Option<i64>,
+    deadline_s: Option<i32>,
+}
+
+impl From<DueScheduleRow> for DueSchedule {
+    fn from(row: DueScheduleRow) -> DueSchedule {
+        DueSchedule {
+            schedule_id: row.schedule_id,
+            workflow_id: row.workflow_id,
+            version: row.version,
+            user_id: row.user_id,
+            cron_expr: row.cron_expr,
+            timezone: row.timezone,
+            start_at: row.start_at,
+            end_at: row.end_at,
+            next_run_at: row.next_run_at,
+            jitter_ms: row.jitter_ms,
+            catchup_policy: row.catchup_policy,
+            created_at: row.created_at,
+            rules: row.rules.into(),
+            remaining_runs: row.remaining_runs,
+            deadline_s: row.deadline_s,
+        }
+    }
 }
 
 /// Locks and returns up to `limit` unpaused schedules whose `next_run_at <= due_before`,
@@ -68,7 +110,7 @@ pub async fn claim_due(
     // makes the oldest backlog go first when more than `limit` are due. `remaining_runs` is
     // NULL without `max_runs` (`least` ignores a NULL argument, so it must stay outside the
     // subtraction: `greatest(NULL, 0)` is 0, which would exhaust every unlimited schedule).
-    Ok(sqlx::query_as(
+    let rows: Vec<DueScheduleRow> = sqlx::query_as(
         "select schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, jitter_ms, catchup_policy, created_at, exclude, \
          exclude_calendars, roll, dst_gap, dst_fold, \
@@ -80,7 +122,8 @@ pub async fn claim_due(
     .bind(due_before)
     .bind(limit)
     .fetch_all(conn)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(DueSchedule::from).collect())
 }
 
 /// Run rows to write in one statement, as columns. Every row is `PENDING` with one source.

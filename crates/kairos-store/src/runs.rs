@@ -211,7 +211,7 @@ pub async fn list_for_schedule(
 
 /// A planned (source `schedule`) run that was never published and whose tick is at or
 /// after some instant: the runs a change of timetable may cancel or bring back.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedRun {
     /// `RunKey` as hex.
     pub idempotency_key: String,
@@ -220,8 +220,28 @@ pub struct PlannedRun {
     /// The planned tick.
     pub run_at: DateTime<Utc>,
     /// `PENDING`, `QUEUED` or `CANCELLED`.
-    #[sqlx(try_from = "String")]
     pub status: RunStatus,
+}
+
+/// The row [`future_planned`] reads into a [`PlannedRun`].
+#[derive(sqlx::FromRow)]
+struct PlannedRunRow {
+    idempotency_key: String,
+    schedule_id: String,
+    run_at: DateTime<Utc>,
+    #[sqlx(try_from = "String")]
+    status: RunStatus,
+}
+
+impl From<PlannedRunRow> for PlannedRun {
+    fn from(row: PlannedRunRow) -> PlannedRun {
+        PlannedRun {
+            idempotency_key: row.idempotency_key,
+            schedule_id: row.schedule_id,
+            run_at: row.run_at,
+            status: row.status,
+        }
+    }
 }
 
 /// The never-published planned runs of `schedule_ids` whose tick is at or after `from`,
@@ -239,7 +259,7 @@ pub async fn future_planned(
     schedule_ids: &[String],
     from: DateTime<Utc>,
 ) -> Result<Vec<PlannedRun>> {
-    Ok(sqlx::query_as(&format!(
+    let rows: Vec<PlannedRunRow> = sqlx::query_as(&format!(
         "select idempotency_key, schedule_id, run_at, status from schedule_runs \
          where schedule_id = any($1) and run_at >= $2 and source = 'schedule' \
            and published_at is null and status in {REVIVABLE} \
@@ -250,7 +270,8 @@ pub async fn future_planned(
     .bind(schedule_ids)
     .bind(from)
     .fetch_all(db)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(PlannedRun::from).collect())
 }
 
 /// Keeps or brings back never-published runs: sets their `fire_at` and their schedule's

@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use crate::Result;
 
 /// A stored workflow version.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Workflow {
     /// The workflow.
     pub workflow_id: String,
@@ -16,6 +16,26 @@ pub struct Workflow {
     pub dag: serde_json::Value,
     /// When it was first stored.
     pub created_at: DateTime<Utc>,
+}
+
+/// The row [`get`] reads into a [`Workflow`].
+#[derive(sqlx::FromRow)]
+struct WorkflowRow {
+    workflow_id: String,
+    version: i32,
+    dag: serde_json::Value,
+    created_at: DateTime<Utc>,
+}
+
+impl From<WorkflowRow> for Workflow {
+    fn from(row: WorkflowRow) -> Workflow {
+        Workflow {
+            workflow_id: row.workflow_id,
+            version: row.version,
+            dag: row.dag,
+            created_at: row.created_at,
+        }
+    }
 }
 
 /// What [`put`] did.
@@ -78,14 +98,15 @@ pub async fn get(
     workflow_id: &str,
     version: i32,
 ) -> Result<Option<Workflow>> {
-    Ok(sqlx::query_as(
+    let row: Option<WorkflowRow> = sqlx::query_as(
         "select workflow_id, version, dag, created_at from workflows \
          where workflow_id = $1 and version = $2",
     )
     .bind(workflow_id)
     .bind(version)
     .fetch_optional(conn)
-    .await?)
+    .await?;
+    Ok(row.map(Workflow::from))
 }
 
 /// How many workflow versions are stored (for tests and operators).
@@ -129,7 +150,7 @@ pub async fn versions(conn: &mut PgConnection, workflow_id: &str, limit: i64) ->
 
 /// One workflow in a list: how many versions are stored, the newest, and how many schedules
 /// run it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
     /// The workflow.
     pub workflow_id: String,
@@ -143,6 +164,28 @@ pub struct Listed {
     pub schedules: i64,
 }
 
+/// The row [`list`] reads into a [`Listed`].
+#[derive(sqlx::FromRow)]
+struct ListedRow {
+    workflow_id: String,
+    versions: i64,
+    latest_version: i32,
+    latest_created_at: DateTime<Utc>,
+    schedules: i64,
+}
+
+impl From<ListedRow> for Listed {
+    fn from(row: ListedRow) -> Listed {
+        Listed {
+            workflow_id: row.workflow_id,
+            versions: row.versions,
+            latest_version: row.latest_version,
+            latest_created_at: row.latest_created_at,
+            schedules: row.schedules,
+        }
+    }
+}
+
 /// Workflows in id order after `after`, whose id contains `contains` (ignoring case) when
 /// given, at most `limit`.
 ///
@@ -154,7 +197,7 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<Listed>> {
-    Ok(sqlx::query_as(
+    let rows: Vec<ListedRow> = sqlx::query_as(
         "select w.workflow_id, count(*) as versions, max(w.version) as latest_version, \
            (array_agg(w.created_at order by w.version desc))[1] as latest_created_at, \
            (select count(*) from schedules s where s.workflow_id = w.workflow_id) as schedules \
@@ -167,7 +210,8 @@ pub async fn list(
     .bind(after)
     .bind(limit)
     .fetch_all(conn)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(Listed::from).collect())
 }
 
 /// The newest stored versions of `workflow_id` with when each was stored and how many

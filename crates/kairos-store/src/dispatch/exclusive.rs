@@ -49,7 +49,7 @@ pub async fn lock_schedules(
 }
 
 /// What stands in the way of launching a schedule's next run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Blockers {
     /// The schedule.
     pub schedule_id: String,
@@ -67,6 +67,32 @@ pub struct Blockers {
     pub queued: i64,
     /// The schedule's bound on `QUEUED` runs under overlap `queue` (`None`: unbounded).
     pub max_queued: Option<i32>,
+}
+
+/// The row [`blockers`] reads into a [`Blockers`].
+#[derive(sqlx::FromRow)]
+struct BlockersRow {
+    schedule_id: String,
+    in_flight: Option<String>,
+    in_flight_count: i64,
+    max_in_flight: Option<i32>,
+    first_queued: Option<DateTime<Utc>>,
+    queued: i64,
+    max_queued: Option<i32>,
+}
+
+impl From<BlockersRow> for Blockers {
+    fn from(row: BlockersRow) -> Blockers {
+        Blockers {
+            schedule_id: row.schedule_id,
+            in_flight: row.in_flight,
+            in_flight_count: row.in_flight_count,
+            max_in_flight: row.max_in_flight,
+            first_queued: row.first_queued,
+            queued: row.queued,
+            max_queued: row.max_queued,
+        }
+    }
 }
 
 impl Blockers {
@@ -90,7 +116,7 @@ pub async fn blockers(
         return Ok(HashMap::new());
     }
     // Per schedule: one probe of schedule_runs_in_flight and one of schedule_runs_queued.
-    let rows: Vec<Blockers> = sqlx::query_as(&format!(
+    let rows: Vec<BlockersRow> = sqlx::query_as(&format!(
         "select ids.id as schedule_id, f.oldest as in_flight, \
            coalesce(f.n, 0) as in_flight_count, s.max_in_flight, \
            q.first_queued, coalesce(q.n, 0) as queued, s.max_queued \
@@ -109,7 +135,7 @@ pub async fn blockers(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| (row.schedule_id.clone(), row))
+        .map(|row| (row.schedule_id.clone(), Blockers::from(row)))
         .collect())
 }
 
