@@ -201,7 +201,7 @@ fn events(view: &RunView) -> Vec<Event> {
         });
     }
     events.extend(
-        crate::run_changes::moments(&view.changes)
+        crate::run_changes::moments(&view.changes, &run.idempotency_key)
             .into_iter()
             .map(|m| Event {
                 at: m.at,

@@ -14,8 +14,10 @@ pub(crate) struct Moment {
     pub(crate) detail: Option<String>,
 }
 
-/// The moments `changes` (a run's changes, any order) add to its timeline.
-pub(crate) fn moments(changes: &[HistoryEntry]) -> Vec<Moment> {
+/// The moments `changes` (the changes of run `key`, any order) add to its timeline. A field
+/// that only names the run itself (a trigger's `run`) is left out: the page is about it.
+pub(crate) fn moments(changes: &[HistoryEntry], key: &str) -> Vec<Moment> {
+    let names_the_run = |value: &FieldValue| matches!(value, FieldValue::Text(text) if text == key);
     let mut moments = Vec::new();
     for entry in changes {
         let change = &entry.change;
@@ -42,6 +44,7 @@ pub(crate) fn moments(changes: &[HistoryEntry]) -> Vec<Moment> {
             .fields
             .iter()
             .filter(|f| f.field != "dead_lettered_at")
+            .filter(|f| !names_the_run(&f.new) && !names_the_run(&f.old))
             .map(|f| format!("{} {} → {}", f.field, text(&f.old), text(&f.new)))
             .collect();
         detail.extend(change.note.clone());
