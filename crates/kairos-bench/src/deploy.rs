@@ -7,14 +7,14 @@ use anyhow::Result;
 
 use crate::fleet::Fleet;
 use crate::setup::WORKFLOW;
-use crate::{Args, Mode};
+use crate::Args;
 
 /// The spec of bench schedule `i`.
 fn spec(args: &Args, i: usize) -> String {
-    match (args.mode, args.every_s) {
-        (Mode::Spread, _) => format!("{} * * * * *", i % 60),
-        (_, Some(every)) => format!("*/{every} * * * * *"),
-        _ => "* * * * *".to_string(),
+    match args.every_s {
+        _ if args.spread() => format!("{} * * * * *", i % 60),
+        Some(every) => format!("*/{every} * * * * *"),
+        None => "* * * * *".to_string(),
     }
 }
 

@@ -3,7 +3,8 @@
 //! second away, then reads: the executor's last report, when the intake applied each run's
 //! last report (`finished_at`, the database's clock) against when the executor sent it,
 //! reports applied per second, the status stream's backlog, the ticks `SKIPPED`, and the
-//! cores each process group used from the tick until then (`machine.rs`).
+//! cores each process group used from the tick until then (`machine.rs`). With `--spread` a
+//! mark is a minute of ticks, and what is timed per run is timed from the run's own tick.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -37,6 +38,8 @@ pub struct LoopFigures {
     pub last_report_ms: f64,
     /// Applied minus sent, per run, ms: p50, p99, last.
     pub lag_ms: [f64; 3],
+    /// `SUCCESS` recorded (`finished_at`) minus the run's own tick, ms: p50, p99, last.
+    pub success_ms: [f64; 3],
     /// The last report applied, ms after the tick.
     pub last_applied_ms: f64,
     /// Reports applied per second over the mark (sent reports / first receipt to last
@@ -59,6 +62,9 @@ pub struct Window {
     pub to: DateTime<Utc>,
 }
 
+/// A run of the mark: its key, status, tick and `finished_at`.
+type RunRow = (String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+
 /// Waits for the reports on `mark`'s runs to be applied, at most until `deadline`, then
 /// reads them.
 pub async fn measure(
@@ -71,8 +77,8 @@ pub async fn measure(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let backlog = backlog(scratch).await?;
-    let rows: Vec<(String, String, Option<DateTime<Utc>>)> = sqlx::query_as(
-        "select idempotency_key, status, finished_at from schedule_runs \
+    let rows: Vec<RunRow> = sqlx::query_as(
+        "select idempotency_key, status, run_at, finished_at from schedule_runs \
          where source = 'schedule' and run_at between $1 and $2",
     )
     .bind(mark.from)
@@ -101,12 +107,18 @@ pub async fn measure(
     let tick = mark.from;
     let ms = |delta: TimeDelta| delta.num_microseconds().unwrap_or(0) as f64 / 1000.0;
     let mut lags = Vec::new();
+    let mut success_after = Vec::new();
     let mut samples = Vec::new();
     let (mut success, mut skipped, mut unfinished) = (0, 0, 0);
     let mut last_applied: Option<DateTime<Utc>> = None;
-    for (key, status, finished_at) in &rows {
+    for (key, status, run_at, finished_at) in &rows {
         match status.as_str() {
-            "SUCCESS" => success += 1,
+            "SUCCESS" => {
+                success += 1;
+                if let Some(finished_at) = finished_at {
+                    success_after.push(ms(*finished_at - *run_at));
+                }
+            }
             "SKIPPED" => skipped += 1,
             "FAILED" | "TIMED_OUT" | "CANCELLED" => {}
             _ => unfinished += 1,
@@ -116,13 +128,14 @@ pub async fn measure(
         };
         lags.push(ms(*finished_at - sent.last_report_at));
         samples.push(received::Sample {
-            received_ms: ms(sent.received.at - tick),
+            received_ms: ms(sent.received.at - sent.received.scheduled_for),
             lag_ms: ms(*finished_at - sent.last_report_at),
-            applied_ms: ms(*finished_at - tick),
+            applied_ms: ms(*finished_at - *run_at),
         });
         last_applied = Some(last_applied.map_or(*finished_at, |at| at.max(*finished_at)));
     }
     lags.sort_by(f64::total_cmp);
+    success_after.sort_by(f64::total_cmp);
     let last_report = last_attempt.values().map(|r| r.last_report_at).max();
     let nan = f64::NAN;
     let per_s = match (first_received, last_applied) {
@@ -139,6 +152,11 @@ pub async fn measure(
             percentile(&lags, 0.50),
             percentile(&lags, 0.99),
             lags.last().copied().unwrap_or(nan),
+        ],
+        success_ms: [
+            percentile(&success_after, 0.50),
+            percentile(&success_after, 0.99),
+            success_after.last().copied().unwrap_or(nan),
         ],
         last_applied_ms: last_applied.map_or(nan, |at| ms(at - tick)),
         per_s,
@@ -266,6 +284,13 @@ pub fn print(args: &Args, marks: &[(&str, &LoopFigures)], pg_per_s: Option<f64>,
         if l.per_s.is_finite() {
             rates.push(l.per_s);
         }
+    }
+    for (label, l) in marks {
+        let [p50, p99, last] = l.success_ms;
+        println!(
+            "{label} SUCCESS recorded after each run's own tick: p50 {p50:.0} ms, p99 {p99:.0} ms, \
+             last {last:.0} ms"
+        );
     }
     print_cores(marks);
     let buckets: Vec<(&str, &[received::Bucket])> = marks

@@ -14,7 +14,8 @@
 //! `loop` (a burst, and an executor in the bench's process that reports on every run: the
 //! return path, until each run is final in the database, and where the machine's cores went
 //! meanwhile: PostgreSQL, nats-server, kairos, the bench; and applied - sent by when the
-//! launch was received), `intake` (the status intake's
+//! launch was received; with `--spread`, each schedule on its own second instead, every figure
+//! from each run's own tick), `intake` (the status intake's
 //! capacity: runs written as published, every report sent at once, the time to apply them),
 //! `queue` (a queue behind a long run, and writes of schedules that fire every second),
 //! `floor` (the core-seconds one loop mark's work takes at the machine's raw limits, with no
@@ -87,6 +88,11 @@ pub struct Args {
     /// Tick marks to measure (minutes; or periods of `--every-s`).
     #[arg(long, default_value_t = 2)]
     pub marks: usize,
+    /// Mode `loop`: each schedule fires once a minute on its own second (`S * * * * *`),
+    /// as in mode `spread`: 100,000 a minute as a rate rather than a burst. Each mark is a
+    /// whole minute, and every figure is taken from each run's own tick.
+    #[arg(long)]
+    pub spread: bool,
     /// Fire every N seconds (a divisor of 60) instead of every minute, in mode `burst`
     /// (`*/N * * * * *`), so a short run needs no minute-long waits.
     #[arg(long)]
@@ -158,12 +164,28 @@ impl Args {
         if self.nats_cluster.is_some_and(|size| size < 3) {
             bail!("--nats-cluster must be at least 3 (a replicated stream needs a quorum)");
         }
+        if self.spread && self.mode != Mode::Loop {
+            bail!(
+                "--spread is for mode loop (mode spread is the same workload without an executor)"
+            );
+        }
+        if self.spread && self.every_s.is_some() {
+            bail!(
+                "--spread and --every-s exclude each other: a spread schedule fires once a minute"
+            );
+        }
         if let Some(every) = self.every_s {
             if every == 0 || 60 % every != 0 {
                 bail!("--every-s must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)");
             }
         }
         Ok(())
+    }
+
+    /// Whether each schedule fires on its own second of the minute (mode `spread`, or
+    /// `loop --spread`), so a mark is a whole minute of ticks.
+    pub fn spread(&self) -> bool {
+        self.mode == Mode::Spread || self.spread
     }
 
     /// The period between tick marks.

@@ -13,7 +13,7 @@ use crate::fleet::Fleet;
 use crate::loops::LoopFigures;
 use crate::machine::CpuSample;
 use crate::setup::Scratch;
-use crate::{Args, Mode};
+use crate::Args;
 
 /// One measured window: a tick mark (burst), or a run of minutes (spread).
 #[derive(Debug, Clone)]
@@ -48,9 +48,10 @@ fn windows(args: &Args, now: DateTime<Utc>) -> Vec<(DateTime<Utc>, DateTime<Utc>
     (0..args.marks)
         .map(|k| {
             let from = first + period * k as i32;
-            match args.mode {
-                Mode::Spread => (from, from + period - TimeDelta::seconds(1), args.schedules),
-                _ => (from, from, args.schedules),
+            if args.spread() {
+                (from, from + period - TimeDelta::seconds(1), args.schedules)
+            } else {
+                (from, from, args.schedules)
             }
         })
         .collect()
@@ -101,7 +102,12 @@ pub async fn await_marks(
         let mut mark = read(scratch, from, to, expected).await?;
         if let Some(executor) = executor {
             let period = TimeDelta::from_std(args.period()).expect("small period");
-            let deadline = from + period - TimeDelta::seconds(1);
+            // A burst's reports are due before the next mark; a spread minute's last ticks
+            // are reported on while the next minute already fires.
+            let deadline = match args.spread() {
+                true => to + period / 2,
+                false => from + period - TimeDelta::seconds(1),
+            };
             let window = crate::loops::Window { from, to };
             let mut figures = crate::loops::measure(scratch, executor, window, deadline).await?;
             figures.cores =

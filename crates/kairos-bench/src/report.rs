@@ -107,7 +107,7 @@ pub fn print(
             "{:<19} {:>8} {:>9} |             {first:>7.0} {p50:>7.0} {p99:>7.0} {last:>7.0} |              {:>7.0} {:>7.0} | {:>4} {:>7} {:>6}",
             mark.label, mark.rows, mark.published, d.p50_ms, d.p99_ms, d.duplicates, missing, d.unseen
         );
-        if args.mode != Mode::Spread && last > 0.0 {
+        if !args.spread() && last > 0.0 {
             rates.push(mark.published as f64 / (last / 1000.0));
         }
     }
