@@ -20,15 +20,7 @@ async fn with_schedule(pool: &PgPool) -> axum::Router {
     let mut body = seed_body();
     body["cron_expr"] = json!("0 * * * *");
     body["timezone"] = json!("UTC");
-    let (status, _, answer) = call(
-        &router,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(&router, body).await;
     router
 }
 

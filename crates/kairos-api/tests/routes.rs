@@ -103,15 +103,7 @@ async fn upsert(api: &axum::Router, id: &str, workflow: &str, user: &str) {
     deploy_workflow(api, workflow, 1).await;
     let body = json!({"schedule_id": id, "workflow_id": workflow, "version": 1, "user_id": user,
                       "cron_expr": "*/5 * * * *", "timezone": "UTC"});
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(api, body).await;
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;
-use common::{call, deploy_workflow, router, DEPLOYER, READER};
+use common::{call, deploy_workflow, router, upsert_new, DEPLOYER, READER};
 use kairos_testkit::{sqlx, TestDb};
 use serde_json::{json, Value};
 
@@ -17,15 +17,7 @@ async fn setup(api: &Router) {
     deploy_workflow(api, "wf", 1).await;
     let body = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
                       "user_id": "u", "cron_expr": "0 * * * *", "timezone": "UTC"});
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(api, body).await;
 }
 
 /// The one field a 400 names, and its rule.

@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, deploy_workflow, router, ts, DEPLOYER, EXECUTOR, READER};
+use common::{call, deploy_workflow, router, ts, upsert_new, DEPLOYER, EXECUTOR, READER};
 use kairos_core::{RunKey, RunSource, RunStatus};
 use kairos_store::runs::{self, NewRun};
 use kairos_testkit::sqlx;
@@ -19,15 +19,7 @@ const NOW: &str = "2026-03-05T12:00:00Z";
 async fn upsert(api: &axum::Router, body: Value) {
     let workflow = body["workflow_id"].as_str().expect("workflow_id");
     deploy_workflow(api, workflow, body["version"].as_i64().expect("version")).await;
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(api, body).await;
 }
 
 fn html(answer: &Value) -> &str {

@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, deploy_workflow, router, DEPLOYER, READER};
+use common::{call, deploy_workflow, router, upsert_new, DEPLOYER, READER};
 use kairos_testkit::TestDb;
 use serde_json::{json, Value};
 
@@ -30,15 +30,7 @@ async fn upsert(api: &axum::Router, schedule_id: &str, workflow_id: &str, user_i
         "cron_expr": "0 7 * * *",
         "timezone": "UTC",
     });
-    let (status, _, answer) = call(
-        api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(api, body).await;
 }
 
 async fn fixture(api: &axum::Router) {

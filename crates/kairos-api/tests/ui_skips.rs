@@ -7,7 +7,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{call, deploy_workflow, router, DEPLOYER, READER};
+use common::{call, deploy_workflow, router, upsert_new, DEPLOYER, READER};
 use kairos_testkit::TestDb;
 use serde_json::json;
 
@@ -30,15 +30,7 @@ async fn the_page_shows_pause_until_who_why_and_skipped_fire_times() {
     deploy_workflow(&api, "wf", 1).await;
     let body = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
                       "user_id": "u", "cron_expr": "0 * * * *", "timezone": "Europe/Paris"});
-    let (status, _, answer) = call(
-        &api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(&api, body).await;
     let skip = json!({"run_at": "2026-03-09T13:00:00Z", "note": "db <migration>"});
     let (status, _, answer) = call(
         &api,
@@ -131,15 +123,7 @@ async fn a_deployer_gets_skip_take_back_and_pause_until_and_a_reader_none() {
     deploy_workflow(&api, "wf", 1).await;
     let body = json!({"schedule_id": "hourly", "workflow_id": "wf", "version": 1,
                       "user_id": "u", "cron_expr": "0 * * * *", "timezone": "UTC"});
-    let (status, _, answer) = call(
-        &api,
-        Method::POST,
-        "/schedules/upsert",
-        Some(DEPLOYER),
-        Some(body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    upsert_new(&api, body).await;
     let skip = json!({"run_at": "2026-03-09T12:00:00Z"});
     let (status, _, answer) = call(
         &api,

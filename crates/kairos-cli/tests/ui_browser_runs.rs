@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use browser::{
     browser, click, count, deploy_open, js, loads, report, schedule, screenshot,
-    set_narrow_viewport, set_viewport, type_into, wait_status, wait_text, Driver, WAIT,
+    set_narrow_viewport, set_viewport, trigger, type_into, wait_status, wait_text, Driver, WAIT,
 };
 use fantoccini::Locator;
-use serde_json::{json, Value};
+use serde_json::json;
 use support::Served;
 
 /// A table wider than its box (an id is never broken to make it fit) scrolls sideways in
@@ -49,21 +49,7 @@ fn run_page_refresh_delete_and_layout_in_chromium() {
             schedule(LONG_ID, "0 9 * * *", "UTC", 0),
         ];
         deploy_open(&http, &base, &schedules).await;
-        let trigger_of = |id: &'static str, request: &'static str| {
-            let (http, base) = (http.clone(), base.clone());
-            async move {
-                let run: Value = http
-                    .post(format!("{base}/schedules/{id}/trigger"))
-                    .json(&json!({"request_id": request}))
-                    .send()
-                    .await
-                    .expect("trigger")
-                    .json()
-                    .await
-                    .expect("json");
-                run["idempotency_key"].as_str().expect("key").to_string()
-            }
-        };
+        let trigger_of = |id: &'static str, request: &'static str| trigger(&http, &base, id, request);
         let trigger = |request: &'static str| trigger_of("nightly", request);
         let key = trigger("first").await;
         wait_status(&http, &base, &key, "ENQUEUED").await;

@@ -17,7 +17,7 @@ mod support;
 
 use browser::{
     browser, click, deploy_open, js, report, schedule, screenshot, set_narrow_viewport,
-    set_viewport, wait_status, wait_text, Driver,
+    set_viewport, trigger, wait_status, wait_text, Driver,
 };
 use fantoccini::Client;
 use serde_json::{json, Value};
@@ -151,16 +151,7 @@ fn ids_zones_specs_and_times_stay_whole_in_chromium() {
             .await
             .expect("pause");
         assert!(answer.status().is_success(), "pause: {}", answer.status());
-        let run: Value = http
-            .post(format!("{base}/schedules/{LONG_ID}/trigger"))
-            .json(&json!({"request_id": "unbroken"}))
-            .send()
-            .await
-            .expect("trigger")
-            .json()
-            .await
-            .expect("json");
-        let key = run["idempotency_key"].as_str().expect("key").to_string();
+        let key = trigger(&http, &base, LONG_ID, "unbroken").await;
         wait_status(&http, &base, &key, "ENQUEUED").await;
         report(
             &http,

@@ -12,7 +12,7 @@ use kairos_store::attempts::{self, DeadLetterFilter, Retried};
 use kairos_store::Tx;
 use kairos_store::{run_logs, runs};
 
-use crate::checks::check_limit;
+use crate::checks::{check_filter_ids, check_limit};
 use crate::cursor::{self, RunPage};
 use crate::error::{Error, Result};
 use crate::Registrar;
@@ -150,17 +150,10 @@ impl Registrar {
 /// Checks a listing's limit and ids, and reads its cursor.
 fn check_listing(query: &DeadLetterQuery) -> Result<Option<(DateTime<Utc>, String)>> {
     check_limit(query.limit)?;
-    // Ids as `GET /schedules` checks them: a NUL or any other character no id has
-    // is a 400 naming the parameter, never a failed query.
-    for (field, value) in [
+    check_filter_ids([
         ("schedule_id", &query.schedule_id),
         ("workflow_id", &query.workflow_id),
-    ] {
-        if let Some(value) = value {
-            kairos_core::validate_id(field, value)
-                .map_err(|e| Error::invalid(field, e.to_string()))?;
-        }
-    }
+    ])?;
     query.cursor.as_deref().map(cursor::parse).transpose()
 }
 

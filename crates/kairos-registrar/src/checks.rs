@@ -34,6 +34,19 @@ pub(crate) fn check_id(schedule_id: &str) -> Result<()> {
         .map_err(|err| Error::invalid("schedule_id", err.to_string()))
 }
 
+/// Checks the ids a listing is filtered by, each named by its field, as `GET /schedules`
+/// checks ids: a NUL or any other character no id has is a refusal naming the parameter,
+/// never a failed query.
+pub(crate) fn check_filter_ids(ids: [(&'static str, &Option<String>); 2]) -> Result<()> {
+    for (field, value) in ids {
+        if let Some(value) = value {
+            kairos_core::validate_id(field, value)
+                .map_err(|e| Error::invalid(field, e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn check_limit(limit: i64) -> Result<()> {
     if (1..=LIST_LIMIT_MAX).contains(&limit) {
         Ok(())

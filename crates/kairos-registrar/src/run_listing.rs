@@ -9,7 +9,7 @@ use kairos_store::run_search::{self, RunSearch};
 use kairos_store::schedules as store;
 
 use crate::attempts::DeadLetterQuery;
-use crate::checks::{check_limit, not_found};
+use crate::checks::{check_filter_ids, check_limit, not_found};
 use crate::cursor::{self, RunPage};
 use crate::error::{Error, Result};
 use crate::overview::run_status;
@@ -82,15 +82,10 @@ impl Registrar {
     /// [`Error::Store`].
     pub async fn list_runs(&self, query: &RunQuery) -> Result<RunPage> {
         check_limit(query.limit)?;
-        for (field, value) in [
+        check_filter_ids([
             ("schedule_id", &query.schedule_id),
             ("workflow_id", &query.workflow_id),
-        ] {
-            if let Some(value) = value {
-                kairos_core::validate_id(field, value)
-                    .map_err(|e| Error::invalid(field, e.to_string()))?;
-            }
-        }
+        ])?;
         let page = match query.phase {
             Some(phase @ (Phase::Late | Phase::DeadLetter)) => self.marked(phase, query).await?,
             _ => self.searched(query).await?,
