@@ -11,8 +11,10 @@ use crate::Args;
 
 /// The spec of bench schedule `i`.
 fn spec(args: &Args, i: usize) -> String {
+    if args.spread() {
+        return format!("{} * * * * *", i % 60);
+    }
     match args.every_s {
-        _ if args.spread() => format!("{} * * * * *", i % 60),
         Some(every) => format!("*/{every} * * * * *"),
         None => "* * * * *".to_string(),
     }

@@ -104,9 +104,10 @@ pub async fn await_marks(
             let period = TimeDelta::from_std(args.period()).expect("small period");
             // A burst's reports are due before the next mark; a spread minute's last ticks
             // are reported on while the next minute already fires.
-            let deadline = match args.spread() {
-                true => to + period / 2,
-                false => from + period - TimeDelta::seconds(1),
+            let deadline = if args.spread() {
+                to + period / 2
+            } else {
+                from + period - TimeDelta::seconds(1)
             };
             let window = crate::loops::Window { from, to };
             let mut figures = crate::loops::measure(scratch, executor, window, deadline).await?;
