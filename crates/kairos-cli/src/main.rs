@@ -12,6 +12,7 @@ mod otlp;
 mod preview;
 mod serve;
 mod show;
+mod status_role;
 mod workflows;
 
 use std::process::ExitCode;

@@ -1,16 +1,14 @@
 //! Wiring of the NATS-facing roles of `kairos serve`: the connection from `[nats]` (made in
 //! the background, so every role starts while NATS is unreachable), the `dispatcher` role
 //! (`kairos_worker::dispatcher`, and beside it `kairos_worker::sweep`: time-outs, cancels,
-//! lost launches, queued releases and dead letters) and the `status` role (the durable
-//! consumer on `<prefix>.status.>` feeding the worker's run intake). Each waits for the
-//! connection and then begins on its own; planning never waits on NATS.
+//! lost launches, queued releases and dead letters); the `status` role is in `status_role.rs`.
+//! Each waits for the connection and then begins on its own; planning never waits on NATS.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use kairos_launcher::status::StatusConsumer;
 use kairos_launcher::NatsLink;
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
@@ -45,7 +43,7 @@ fn sweep_config(config: &Config) -> SweepConfig {
 
 /// Resolves with the launcher once `link` is connected, or with `None` when `stopped`
 /// comes first.
-async fn connected(
+pub(crate) async fn connected(
     link: &NatsLink,
     stopped: &mut (impl Future<Output = ()> + Unpin),
 ) -> Option<kairos_launcher::NatsLauncher> {
@@ -97,45 +95,5 @@ pub async fn run_sweeper(
     let sweeper = Sweeper::new(pool, launcher, sweep_config(&config));
     tracing::info!("sweeper started");
     sweeper.run(stopped).await;
-    Ok(())
-}
-
-/// The `status` role: waits for NATS, creates the status stream and consumer (retrying),
-/// then feeds every status message to the intake until `stopped`.
-///
-/// # Errors
-/// When the consumer fails fatally.
-pub async fn run_status(
-    link: NatsLink,
-    intake: Intake,
-    stopped: impl Future<Output = ()>,
-) -> anyhow::Result<()> {
-    tokio::pin!(stopped);
-    let Some(launcher) = connected(&link, &mut stopped).await else {
-        return Ok(());
-    };
-    let mut pause = Duration::from_millis(200);
-    let consumer = loop {
-        match StatusConsumer::connect(&launcher).await {
-            Ok(consumer) => break consumer,
-            Err(err) if err.is_misconfiguration() => {
-                return Err(err).context("status stream");
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "status stream not ready; retrying");
-                tokio::select! {
-                    () = &mut stopped => return Ok(()),
-                    () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_secs(5)),
-                }
-            }
-        }
-    };
-    tracing::info!(stream = %launcher.config().status_stream, "status intake started");
-    let intake = &intake;
-    consumer
-        .run(|messages| intake.take_messages(messages), stopped)
-        .await
-        .context("status consumer")?;
-    tracing::info!("status intake stopped");
     Ok(())
 }

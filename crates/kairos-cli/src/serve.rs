@@ -162,9 +162,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ));
         }
         if let (true, Some(link)) = (runs(Role::Status), &link) {
-            let (link, intake) = (link.clone(), intake.clone());
-            let stopped = stopped(stopping.clone());
-            roles.spawn(crate::nats_roles::run_status(link, intake, stopped));
+            let (link, intake, pool) = (link.clone(), intake.clone(), pool.clone());
+            let (partitions, stopped) = (config.nats.status_partitions, stopped(stopping.clone()));
+            roles.spawn(crate::status_role::run_status(
+                link, intake, pool, partitions, stopped,
+            ));
         }
         if let Some(auth) = auth {
             let (config, stopped) = (config.clone(), stopped(stopping.clone()));

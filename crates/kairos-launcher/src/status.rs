@@ -10,6 +10,16 @@
 //! The stream is a work queue: a message leaves it once acknowledged or terminated. A
 //! handler that cannot record a report now (database down) asks for redelivery, at most
 //! [`MAX_DELIVER`] deliveries in all.
+//!
+//! Partitioned ([`Lane::Partition`]): when the NATS server maps `<prefix>.status.*` onto
+//! `<prefix>.status.{{partition(N,1)}}.{{wildcard(1)}}`, each partition has its durable
+//! consumer (`kairos-status-<p>`, filtered on `<prefix>.status.<p>.*`), consumed by the one
+//! instance that holds its lease, so every report of a run reaches one instance. Reports
+//! published where no mapping applies stay on `<prefix>.status.<key>`, consumed by every
+//! instance through `kairos-status-direct` ([`Lane::Direct`]). A work queue lets consumers
+//! share a stream only when their filters do not overlap, so the unfiltered
+//! [`STATUS_CONSUMER`] and the partitioned ones never live together: connecting one lane
+//! removes the other kind.
 
 use std::future::Future;
 use std::time::Duration;
@@ -25,13 +35,59 @@ pub const STATUS_STREAM: &str = "KAIROS_STATUS";
 /// The durable consumer every instance shares.
 pub const STATUS_CONSUMER: &str = "kairos-status";
 
+/// The durable consumer of reports on `<prefix>.status.<key>` when the stream is
+/// partitioned.
+pub const DIRECT_CONSUMER: &str = "kairos-status-direct";
+
+/// Which status messages a [`StatusConsumer`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Every message, through [`STATUS_CONSUMER`], shared by every instance (the stream is
+    /// not partitioned).
+    All,
+    /// The messages on `<prefix>.status.<key>` of a partitioned stream, through
+    /// [`DIRECT_CONSUMER`], shared by every instance.
+    Direct,
+    /// One partition's messages, on `<prefix>.status.<p>.<key>`.
+    Partition(u16),
+}
+
+impl Lane {
+    /// The durable consumer's name.
+    #[must_use]
+    pub fn consumer(self) -> String {
+        match self {
+            Lane::All => STATUS_CONSUMER.to_string(),
+            Lane::Direct => DIRECT_CONSUMER.to_string(),
+            Lane::Partition(p) => format!("{STATUS_CONSUMER}-{p}"),
+        }
+    }
+
+    /// What comes before the run key in this lane's subjects.
+    fn key_prefix(self, prefix: &str) -> String {
+        match self {
+            Lane::All | Lane::Direct => format!("{prefix}.status."),
+            Lane::Partition(p) => format!("{prefix}.status.{p}."),
+        }
+    }
+
+    /// The consumer's filter subject (none for [`Lane::All`]).
+    fn filter(self, prefix: &str) -> Option<String> {
+        match self {
+            Lane::All => None,
+            Lane::Direct => Some(format!("{prefix}.status.*")),
+            Lane::Partition(p) => Some(format!("{prefix}.status.{p}.*")),
+        }
+    }
+}
+
 /// One status message as it arrived on `<prefix>.status.<key>`: the intake decodes and
 /// checks it (with the same rules as the HTTP callback), not this crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusMessage {
     /// The subject it came on.
     pub subject: String,
-    /// The subject's last token: the run key it claims to be about.
+    /// The run key it claims to be about: the subject's last token.
     pub key: String,
     /// The body.
     pub payload: Vec<u8>,
@@ -83,19 +139,21 @@ pub const MAX_DELIVER: i64 = 20;
 #[derive(Debug)]
 pub struct StatusConsumer {
     consumer: jetstream::consumer::Consumer<pull::Config>,
-    prefix: String,
+    /// What comes before the run key in the subjects of its lane.
+    key_prefix: String,
 }
 
 impl StatusConsumer {
     /// Creates (or updates) the launcher's status stream on `<prefix>.status.>`, with its
-    /// replica count, and binds the durable consumer [`STATUS_CONSUMER`] (which follows the
-    /// stream's replica count).
+    /// replica count, and binds the durable consumer of `lane` (which follows the stream's
+    /// replica count), first removing the consumers of the other kind (unfiltered or
+    /// partitioned) that would overlap it.
     ///
     /// # Errors
     /// [`Error::StreamTaken`] when the stream exists with other subjects,
     /// [`Error::Replicas`] when the server refuses the replica count, [`Error::Stream`] when
     /// the stream or consumer cannot be created.
-    pub async fn connect(launcher: &NatsLauncher) -> Result<Self> {
+    pub async fn connect(launcher: &NatsLauncher, lane: Lane) -> Result<Self> {
         let stream = launcher.config().status_stream.as_str();
         let prefix = launcher.config().subject_prefix.as_str();
         let fail = |err: &dyn std::fmt::Display| Error::Stream {
@@ -115,8 +173,10 @@ impl StatusConsumer {
         };
         let js = launcher.jetstream();
         let stream_info = launcher.create_or_update(config).await?;
+        let name = lane.consumer();
         let consumer = pull::Config {
-            durable_name: Some(STATUS_CONSUMER.into()),
+            durable_name: Some(name.clone()),
+            filter_subject: lane.filter(prefix).unwrap_or_default(),
             ack_policy: AckPolicy::Explicit,
             ack_wait: Duration::from_secs(30),
             max_deliver: MAX_DELIVER,
@@ -127,8 +187,11 @@ impl StatusConsumer {
             .get_stream(&stream_info.config.name)
             .await
             .map_err(|e| fail(&e))?;
+        remove_overlapping(&stream_handle, lane)
+            .await
+            .map_err(|e| fail(&e))?;
         let mut existing: jetstream::consumer::Consumer<pull::Config> = stream_handle
-            .get_or_create_consumer(STATUS_CONSUMER, consumer.clone())
+            .get_or_create_consumer(&name, consumer.clone())
             .await
             .map_err(|e| fail(&e))?;
         // A consumer created by an older build keeps its old limits: bring it up to date.
@@ -143,7 +206,7 @@ impl StatusConsumer {
         let consumer = existing;
         Ok(StatusConsumer {
             consumer,
-            prefix: prefix.to_string(),
+            key_prefix: lane.key_prefix(prefix),
         })
     }
 
@@ -198,16 +261,13 @@ impl StatusConsumer {
         H: Fn(Vec<StatusMessage>) -> F,
         F: Future<Output = Vec<Disposition>>,
     {
-        let prefix = format!("{}.status.", self.prefix);
+        let prefix = self.key_prefix.as_str();
         let statuses = messages
             .iter()
             .map(|message| {
                 let subject = message.subject.to_string();
                 StatusMessage {
-                    key: subject
-                        .strip_prefix(&prefix)
-                        .unwrap_or_default()
-                        .to_string(),
+                    key: run_key(subject.strip_prefix(prefix).unwrap_or_default()),
                     subject,
                     payload: message.payload.to_vec(),
                     traceparent: message
@@ -232,6 +292,49 @@ impl StatusConsumer {
             }
         }
     }
+}
+
+/// The run key of a subject's tokens after `<prefix>.status.` (or after the partition's
+/// token): the whole rest, or, where the server mapped the subject onto a partition that
+/// this lane reads unfiltered, what follows the partition's number (a run key has no dot).
+fn run_key(rest: &str) -> String {
+    match rest.split_once('.') {
+        Some((partition, key))
+            if !partition.is_empty() && partition.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            key.to_string()
+        }
+        _ => rest.to_string(),
+    }
+}
+
+/// Deletes the stream's consumers that a consumer of `lane` would overlap: for
+/// [`Lane::All`] the partitioned ones (named `kairos-status-...`); for a partitioned lane
+/// the unfiltered [`STATUS_CONSUMER`].
+async fn remove_overlapping(
+    stream: &jetstream::stream::Stream,
+    lane: Lane,
+) -> std::result::Result<(), String> {
+    let names: Vec<String> = stream
+        .consumer_names()
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|err| err.to_string())?;
+    for name in names {
+        let overlaps = match lane {
+            Lane::All => name.starts_with(&format!("{STATUS_CONSUMER}-")),
+            Lane::Direct | Lane::Partition(_) => name == STATUS_CONSUMER,
+        };
+        if overlaps {
+            tracing::info!(consumer = %name, ?lane, "status stream: removing an overlapping consumer");
+            if let Err(err) = stream.delete_consumer(&name).await {
+                tracing::warn!(error = %err, consumer = %name, "status stream: cannot remove consumer");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Publishes a status body on `<prefix>.status.<key>` and awaits the stream's ack (what an
@@ -329,4 +432,21 @@ pub async fn read_stream(launcher: &NatsLauncher, stream: &str) -> Result<Vec<St
         });
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_key;
+
+    #[test]
+    fn the_run_key_is_what_follows_the_prefix_or_the_partition() {
+        assert_eq!(run_key("abc-1"), "abc-1");
+        assert_eq!(run_key("7.abc-1"), "abc-1");
+        assert_eq!(
+            run_key("a.b"),
+            "a.b",
+            "not a partition: left for the intake to refuse"
+        );
+        assert_eq!(run_key(""), "");
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kairos_launcher::status::{read_stream, StatusConsumer};
+use kairos_launcher::status::{read_stream, Lane, StatusConsumer};
 use kairos_launcher::{
     CancelMessage, DeadLetter, Error, NatsConfig, NatsLauncher, Retention, RunLauncher,
 };
@@ -71,11 +71,13 @@ async fn two_deployments_share_one_server_without_touching_each_other() {
     let first = NatsLauncher::connect(deployment(server.url(), "TEAM_A", "team_a"))
         .await
         .expect("first deployment");
-    StatusConsumer::connect(&first).await.expect("first status");
+    StatusConsumer::connect(&first, Lane::All)
+        .await
+        .expect("first status");
     let second = NatsLauncher::connect(deployment(server.url(), "TEAM_B", "team_b"))
         .await
         .expect("second deployment");
-    StatusConsumer::connect(&second)
+    StatusConsumer::connect(&second, Lane::All)
         .await
         .expect("second status");
     publish_all(&first, "ka").await;
@@ -111,7 +113,9 @@ async fn a_stream_of_another_deployment_is_refused_and_left_alone() {
     let first = NatsLauncher::connect(deployment(server.url(), "KAIROS", "team_a"))
         .await
         .expect("first deployment");
-    StatusConsumer::connect(&first).await.expect("first status");
+    StatusConsumer::connect(&first, Lane::All)
+        .await
+        .expect("first status");
 
     // Same stream names, other subjects: the launch stream is the first one it meets.
     let refused = NatsLauncher::connect(deployment(server.url(), "KAIROS", "team_b")).await;
@@ -137,7 +141,7 @@ async fn a_stream_of_another_deployment_is_refused_and_left_alone() {
     let mut config = deployment(server.url(), "TEAM_B", "team_b");
     config.status_stream = "KAIROS_STATUS".into();
     let second = NatsLauncher::connect(config).await.expect("own streams");
-    let refused = StatusConsumer::connect(&second).await;
+    let refused = StatusConsumer::connect(&second, Lane::All).await;
     assert!(
         matches!(&refused, Err(Error::StreamTaken { stream, .. }) if stream == "KAIROS_STATUS"),
         "{refused:?}"

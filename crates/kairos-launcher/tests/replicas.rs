@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use kairos_launcher::status::{StatusConsumer, STATUS_STREAM};
+use kairos_launcher::status::{Lane, StatusConsumer, STATUS_STREAM};
 use kairos_launcher::{Error, NatsConfig, NatsLauncher};
 use kairos_testkit::{NatsCluster, NatsServer};
 
@@ -30,7 +30,7 @@ async fn replicas_of(launcher: &NatsLauncher, stream: &str) -> usize {
 async fn status_consumer(launcher: &NatsLauncher) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        match StatusConsumer::connect(launcher).await {
+        match StatusConsumer::connect(launcher, Lane::All).await {
             Ok(_) => return,
             Err(err) if err.is_retryable() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -81,7 +81,7 @@ async fn a_cluster_gets_three_replicas_of_every_stream_and_existing_streams_are_
         .await
         .expect("start cluster");
     let single = connect_to_cluster(cluster.urls(), 1).await;
-    StatusConsumer::connect(&single)
+    StatusConsumer::connect(&single, Lane::All)
         .await
         .expect("status stream with one replica");
     assert_eq!(replicas_of(&single, "KAIROS_LAUNCH").await, 1);

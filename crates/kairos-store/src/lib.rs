@@ -39,6 +39,7 @@ pub mod settings;
 pub mod skips;
 pub mod stats;
 pub mod status;
+pub mod status_partitions;
 pub mod timing;
 mod tx;
 pub mod unlaunched;

@@ -34,6 +34,8 @@ pub struct NatsServer {
     store: tempfile::TempDir,
     /// Ports files and the server log; kept apart from the JetStream store.
     scratch: tempfile::TempDir,
+    /// Arguments given beyond the defaults.
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
@@ -49,9 +51,18 @@ impl NatsServer {
     /// # Panics
     /// When the server cannot be started: a test that needs NATS fails, it never skips.
     pub fn start() -> NatsServer {
+        NatsServer::start_with(&[])
+    }
+
+    /// [`NatsServer::start`] with more arguments for `nats-server` (e.g. `-c FILE`), kept
+    /// for [`NatsServer::restart`].
+    ///
+    /// # Panics
+    /// When the server cannot be started.
+    pub fn start_with(extra: &[String]) -> NatsServer {
         let store = tempfile::tempdir().expect("temp dir for the JetStream store");
         let scratch = tempfile::tempdir().expect("temp dir for the ports file and log");
-        let mut child = spawn(None, store.path(), scratch.path(), &[]);
+        let mut child = spawn(None, store.path(), scratch.path(), extra);
         let port = match wait_for_ports_file(&mut child, scratch.path()) {
             Ok(port) => port,
             Err(reason) => {
@@ -67,6 +78,7 @@ impl NatsServer {
             port,
             store,
             scratch,
+            extra: extra.to_vec(),
             child: Some(child),
         }
     }
@@ -108,7 +120,12 @@ impl NatsServer {
     pub fn restart(&mut self) {
         self.stop();
         remove_ports_files(self.scratch.path());
-        let mut child = spawn(Some(self.port), self.store.path(), self.scratch.path(), &[]);
+        let mut child = spawn(
+            Some(self.port),
+            self.store.path(),
+            self.scratch.path(),
+            &self.extra,
+        );
         // The ports file carries our child's pid, so it proves that *our* server is
         // listening; a connection check alone would also succeed against whoever took
         // the port meanwhile.

@@ -59,7 +59,7 @@ async fn kill_child_at(
         .await
         .expect("publish");
     // The stream and its consumer exist before the reports go in.
-    kairos_launcher::status::StatusConsumer::connect(&launcher)
+    kairos_launcher::status::StatusConsumer::connect(&launcher, kairos_launcher::status::Lane::All)
         .await
         .expect("status stream");
     for n in 0..RUNS {

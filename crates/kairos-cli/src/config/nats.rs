@@ -9,6 +9,9 @@ use serde::Deserialize;
 
 use super::{invalid, positive};
 
+/// Most partitions of the status stream: one durable consumer each.
+pub const MAX_STATUS_PARTITIONS: u16 = 256;
+
 /// `[nats]`: the JetStream server launch messages go to.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +38,10 @@ pub struct NatsConfig {
     /// Copies the cluster keeps of the launch, status and dead-letter streams: 1, or 3 on a
     /// cluster of at least 3 JetStream servers (checked when connecting).
     pub replicas: usize,
+    /// Partitions the NATS server maps status subjects onto (its mapping
+    /// `<prefix>.status.*` → `<prefix>.status.{{partition(N,1)}}.{{wildcard(1)}}`), shared
+    /// among the instances that run the status role; 0 when the server has no such mapping.
+    pub status_partitions: u16,
     /// CA bundle (PEM) to trust for TLS.
     pub tls_ca: Option<PathBuf>,
     /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
@@ -65,6 +72,7 @@ impl fmt::Debug for NatsConfig {
             .field("dlq_max_age_s", &self.dlq_max_age_s)
             .field("dlq_max_bytes", &self.dlq_max_bytes)
             .field("replicas", &self.replicas)
+            .field("status_partitions", &self.status_partitions)
             .field("tls_ca", &self.tls_ca)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
@@ -135,6 +143,12 @@ impl NatsConfig {
         // more than three is not what we test: 1 or 3 only.
         if !matches!(self.replicas, 1 | 3) {
             return Err(invalid("nats.replicas", "must be 1 or 3"));
+        }
+        if self.status_partitions > MAX_STATUS_PARTITIONS {
+            return Err(invalid(
+                "nats.status_partitions",
+                format!("must be at most {MAX_STATUS_PARTITIONS} (0: not partitioned)"),
+            ));
         }
         // Invariant "one message per tick" of docs/design.md §2: a retry may re-publish up to
         // the launch deadline after the first attempt, and must still land in the dedup

@@ -339,6 +339,10 @@ fn rule_errors_name_their_key() {
         ),
         ("[nats]\nreplicas = 2\n", "nats.replicas"),
         ("[nats]\nreplicas = 0\n", "nats.replicas"),
+        (
+            "[nats]\nstatus_partitions = 257\n",
+            "nats.status_partitions",
+        ),
         ("[nats]\nsubject_prefix = \"a..b\"\n", "nats.subject_prefix"),
         ("[nats]\ntls_cert = \"c.pem\"\n", "nats.tls_key"),
         ("[nats]\nuser = \"kairos\"\n", "nats.password"),

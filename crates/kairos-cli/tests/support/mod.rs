@@ -79,6 +79,58 @@ impl Served {
         Served::spawn(roles, db_tag, nats, extra, Stdio::null(), &[])
     }
 
+    /// Starts `kairos serve --roles <roles>` against `nats` with the environment variables
+    /// `envs` added, and waits until it is ready.
+    pub fn start_with_env(
+        roles: &str,
+        db_tag: &str,
+        nats: NatsServer,
+        envs: &[(&str, &str)],
+    ) -> Served {
+        let mut served = Served::spawn(roles, db_tag, nats, &[], Stdio::null(), envs);
+        served.wait_for("/readyz", " 200 ");
+        served
+    }
+
+    /// Another `kairos serve --roles <roles>` on this one's database and nats-server, with
+    /// `envs` added; it answers `/healthz` when this returns.
+    pub fn peer(&self, roles: &str, envs: &[(&str, &str)]) -> Peer {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
+            .args(["serve", "--roles", roles])
+            .env("DATABASE_URL", self.db_url())
+            .env("KAIROS_NATS__URL", self.nats.url())
+            .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
+            .envs(envs.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kairos serve");
+        let mut peer = Peer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !http(port, "GET", "/healthz", "").is_some_and(|answer| answer.contains(" 200 ")) {
+            assert!(
+                peer.child.try_wait().expect("wait").is_none(),
+                "the peer exited while starting"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "the peer did not answer /healthz within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        peer
+    }
+
+    /// The served database's URL.
+    pub fn db_url(&self) -> String {
+        format!(
+            "{}/{}",
+            self.base.rsplit_once('/').expect("url with a database").0,
+            self.db_name
+        )
+    }
+
     /// Starts `kairos serve --roles <roles>` with its stdout written to `log` and the
     /// environment variables `envs` added, and waits until it is ready.
     pub fn start_logging(roles: &str, db_tag: &str, log: &File, envs: &[(&str, &str)]) -> Served {
@@ -96,10 +148,7 @@ impl Served {
         stdout: Stdio,
         envs: &[(&str, &str)],
     ) -> Served {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
+        let port = free_port();
         let base = std::env::var("KAIROS_TEST_DATABASE_URL")
             .expect("KAIROS_TEST_DATABASE_URL (set by .cargo/config.toml)");
         let db_name = format!("kairos_{db_tag}_test_{}", std::process::id());
@@ -134,13 +183,22 @@ impl Served {
     /// # Panics
     /// When `psql` fails.
     pub fn psql(&self, sql: &str) {
-        let url = format!(
-            "{}/{}",
-            self.base.rsplit_once('/').expect("url with a database").0,
-            self.db_name
-        );
+        self.psql_rows(sql);
+    }
+
+    /// Runs `sql` in the served database with `psql`; its rows, unaligned (`-At`).
+    ///
+    /// # Panics
+    /// When `psql` fails.
+    pub fn psql_rows(&self, sql: &str) -> String {
         let out = Command::new("psql")
-            .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", sql])
+            .args([
+                self.db_url().as_str(),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-qAtc",
+                sql,
+            ])
             .output()
             .expect("run psql");
         assert!(
@@ -148,6 +206,7 @@ impl Served {
             "psql: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// Polls `GET path` until its answer contains `expected` (at most 30 s); the answer.
@@ -182,6 +241,29 @@ impl Served {
     pub fn get(&self, path: &str) -> Option<String> {
         http(self.port, "GET", path, "")
     }
+}
+
+/// A second `kairos serve` on a [`Served`]'s database; killed on drop.
+pub struct Peer {
+    /// The process (tests may kill it).
+    pub child: Child,
+    /// Its HTTP port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free port on 127.0.0.1.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
 }
 
 impl Drop for Served {

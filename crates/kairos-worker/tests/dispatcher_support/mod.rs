@@ -204,9 +204,12 @@ pub fn spawn_dispatcher(
 
 /// Feeds the NATS status stream to an intake over `pool` until stopped.
 pub async fn spawn_status_intake(pool: &PgPool, launcher: &NatsLauncher) -> Looping {
-    let consumer = kairos_launcher::status::StatusConsumer::connect(launcher)
-        .await
-        .expect("status consumer");
+    let consumer = kairos_launcher::status::StatusConsumer::connect(
+        launcher,
+        kairos_launcher::status::Lane::All,
+    )
+    .await
+    .expect("status consumer");
     let intake = kairos_worker::intake::Intake::new(pool.clone());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {

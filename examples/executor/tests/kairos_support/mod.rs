@@ -295,7 +295,7 @@ fn dispatcher_loop(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()> {
 }
 
 async fn status_intake(pool: &PgPool, launcher: &NatsLauncher) -> JoinHandle<()> {
-    let consumer = StatusConsumer::connect(launcher)
+    let consumer = StatusConsumer::connect(launcher, kairos_launcher::status::Lane::All)
         .await
         .expect("status consumer");
     let intake = Intake::new(pool.clone());
