@@ -29,6 +29,8 @@ use serde::{Deserialize, Deserializer};
 /// Longest pre-staging lead, ms: the claim transaction stays open while it waits, well
 /// inside the session's 30 s idle-in-transaction timeout (with the launch timeout).
 const MAX_PRESTAGE_MS: u64 = 10_000;
+/// Most status batches one instance writes at once.
+const MAX_STATUS_BATCHES: u32 = 16;
 
 mod nats;
 mod otlp;
@@ -171,6 +173,9 @@ pub struct SchedulerConfig {
     pub prestage_ms: u64,
     /// Dispatch rounds one instance holds at once (each a transaction and a connection).
     pub dispatch_lanes: u32,
+    /// Status batches one instance writes at once, each on its own runs (each a
+    /// transaction and a connection).
+    pub status_batches: u32,
     /// A CANCELLING run whose executor has not confirmed the cancel within this many
     /// seconds becomes CANCELLED (and stops blocking its schedule).
     pub cancel_timeout_s: u64,
@@ -501,6 +506,13 @@ impl Config {
             return Err(invalid(
                 "scheduler.prestage_ms",
                 "must be <= 10000 (the claim transaction stays open while it waits)",
+            ));
+        }
+        let batches = scheduler.status_batches;
+        if batches == 0 || batches > MAX_STATUS_BATCHES {
+            return Err(invalid(
+                "scheduler.status_batches",
+                format_args!("must be between 1 and {MAX_STATUS_BATCHES}"),
             ));
         }
         let lanes = scheduler.dispatch_lanes;

@@ -124,7 +124,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         // Only the roles that publish or consume need NATS. They start now and wait for the
         // connection, which is made in the background and retried while NATS is down.
-        let intake = Intake::new(pool.clone());
+        let batches = config.scheduler.status_batches as usize;
+        let intake = Intake::with_batches(pool.clone(), batches);
         let link = (runs(Role::Dispatcher) || runs(Role::Status)).then(NatsLink::new);
         // Deploys refuse a DAG that cannot fit a launch message: the NATS default limit
         // until the server says its own.

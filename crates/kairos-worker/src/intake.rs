@@ -190,16 +190,28 @@ pub struct Intake {
     dispatcher: Arc<OnceLock<Arc<dyn DispatchNow>>>,
     /// Started by the first report (it needs the runtime).
     applier: Arc<OnceLock<Applier>>,
+    /// Status batches written at once, each on its own runs.
+    batches: usize,
 }
+
+/// Status batches one instance writes at once unless told otherwise.
+pub const BATCHES_AT_ONCE: usize = 2;
 
 impl Intake {
     /// An intake over `pool`; runs it creates are published by whichever dispatcher wakes
     /// first, until [`Intake::attach`] gives it this instance's.
     pub fn new(pool: PgPool) -> Intake {
+        Intake::with_batches(pool, BATCHES_AT_ONCE)
+    }
+
+    /// [`Intake::new`] writing up to `batches` status batches at once (at least one), each
+    /// on runs no other one touches.
+    pub fn with_batches(pool: PgPool, batches: usize) -> Intake {
         Intake {
             pool,
             dispatcher: Arc::new(OnceLock::new()),
             applier: Arc::new(OnceLock::new()),
+            batches: batches.max(1),
         }
     }
 
@@ -270,7 +282,7 @@ impl Intake {
 
     fn applier(&self) -> &Applier {
         self.applier
-            .get_or_init(|| Applier::start(self.pool.clone()))
+            .get_or_init(|| Applier::start(self.pool.clone(), self.batches))
     }
 
     /// Creates the run `request` names (source `api`, due now) unless its key exists, and

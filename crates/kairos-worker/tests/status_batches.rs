@@ -240,7 +240,10 @@ async fn two_runs_of_one_exclusive_schedule_in_one_batch_cannot_both_be_in_fligh
     // one in flight, and the second must then be refused, in the same batch.
     run(&pool, &key(1), "x", -2.0).await;
     run(&pool, &key(2), "x", -1.0).await;
-    let intake = Intake::new(pool.clone());
+    // One batch at a time, so that all four reports are decided in one batch. (Written in
+    // two batches side by side, the second to commit a run in flight breaks the schedule's
+    // slot and is tried again, then refused the same way.)
+    let intake = Intake::with_batches(pool.clone(), 1);
 
     let answers = intake
         .report_many(vec![
@@ -265,6 +268,45 @@ async fn two_runs_of_one_exclusive_schedule_in_one_batch_cannot_both_be_in_fligh
             .await
             .expect("runs_in_flight");
     assert_eq!(holder, Some(key(2)));
+}
+
+/// Reports about runs of one exclusive schedule, spread over batches written side by side:
+/// exactly one of the runs is in flight, whichever batch commits first.
+#[tokio::test]
+async fn batches_side_by_side_never_put_two_runs_of_one_exclusive_schedule_in_flight() {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    workflow(&pool).await;
+    schedule(&pool, "x", "skip", None).await;
+    for n in 1..=12 {
+        run(&pool, &key(n), "x", -(n as f64)).await;
+    }
+    let intake = Intake::with_batches(pool.clone(), 4);
+
+    let answers = intake
+        .report_many((1..=12).map(|n| item(n, Reported::Started, "e")).collect())
+        .await;
+    let started = answers
+        .iter()
+        .filter(|answer| moved_to(answer) == Some(RunStatus::Started))
+        .count();
+    assert_eq!(
+        started, 1,
+        "one run starts, the others are blocked: {answers:?}"
+    );
+    let in_flight: i64 = sqlx::query_scalar(
+        "select count(*) from schedule_runs where schedule_id = 'x' and status = 'STARTED'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!(in_flight as usize, started, "{answers:?}");
+    let slots: i64 =
+        sqlx::query_scalar("select count(*) from runs_in_flight where schedule_id = 'x'")
+            .fetch_one(&pool)
+            .await
+            .expect("runs_in_flight");
+    assert_eq!(slots as usize, started);
 }
 
 #[tokio::test]

@@ -343,6 +343,14 @@ fn rule_errors_name_their_key() {
             "[nats]\nstatus_partitions = 257\n",
             "nats.status_partitions",
         ),
+        (
+            "[scheduler]\nstatus_batches = 0\n",
+            "scheduler.status_batches",
+        ),
+        (
+            "[scheduler]\nstatus_batches = 17\n",
+            "scheduler.status_batches",
+        ),
         ("[nats]\nsubject_prefix = \"a..b\"\n", "nats.subject_prefix"),
         ("[nats]\ntls_cert = \"c.pem\"\n", "nats.tls_key"),
         ("[nats]\nuser = \"kairos\"\n", "nats.password"),

@@ -1,9 +1,13 @@
 //! The batched status intake: every report of an instance, whatever its channel, goes
-//! through one [`Applier`]. Its loop takes whatever reports are waiting (up to
-//! [`MAX_BATCH`]; under load, what arrived while the last batch was being written), and
-//! applies them in one transaction: lock the runs (one statement), decide each report in
-//! order (`fold`), write the changes (one statement per kind), commit, then answer each
-//! caller. No report waits for a timer: an idle intake applies a lone report at once.
+//! through one [`Applier`]. It has one or more lanes, each a loop writing one batch at a
+//! time; a report goes to the lane its run key hashes to, so every report of a run goes
+//! through one lane, in order, and the lanes' batches never touch the same run: they are
+//! written side by side without waiting for each other. A lane's loop takes whatever
+//! reports are waiting (up to [`MAX_BATCH`]; under load, what arrived while its last batch
+//! was being written), and applies them in one transaction: lock the runs (one statement),
+//! decide each report in order (`fold`), write the changes (one statement per kind),
+//! commit, then answer each caller. No report waits for a timer: an idle intake applies a
+//! lone report at once.
 //!
 //! - A run another transaction holds is not waited for; its reports are tried again in a
 //!   later batch, once that transaction has ended or a timer runs out (`held.rs`), and
@@ -13,12 +17,13 @@
 //!   ran into), it is split in halves until the report that causes it fails alone; a
 //!   broken connection fails the whole batch, whose callers retry (NATS redelivers, HTTP
 //!   answers 503). A report is never applied twice: a failed batch wrote nothing.
-//! - Back-pressure: at most [`MAX_WAITING`] reports wait; callers then wait to hand theirs
-//!   in.
+//! - Back-pressure: at most [`MAX_WAITING`] reports wait (shared among the lanes); callers
+//!   then wait to hand theirs in.
 //! - Launches first: a batch starts once this process's dispatcher has no wave being
 //!   recorded or published, or after `priority::MAX_YIELD` (`crate::priority`).
 
 use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,11 +54,11 @@ struct Job {
     reply: Reply,
 }
 
-/// The handle the intake's channels use. Cheap to clone; the loop ends when every handle
-/// is gone.
+/// The handle the intake's channels use. Cheap to clone; the lanes' loops end when every
+/// handle is gone.
 #[derive(Debug, Clone)]
 pub(crate) struct Applier {
-    jobs: mpsc::Sender<Job>,
+    lanes: Vec<mpsc::Sender<Job>>,
 }
 
 impl Keyed for Job {
@@ -69,11 +74,25 @@ impl std::fmt::Debug for Job {
 }
 
 impl Applier {
-    /// Starts the loop on the current runtime.
-    pub(crate) fn start(pool: PgPool) -> Applier {
-        let (jobs, waiting) = mpsc::channel(MAX_WAITING);
-        tokio::spawn(run(pool, waiting));
-        Applier { jobs }
+    /// Starts `lanes` loops (at least one) on the current runtime.
+    pub(crate) fn start(pool: PgPool, lanes: usize) -> Applier {
+        let lanes = lanes.max(1);
+        let lanes = (0..lanes)
+            .map(|_| {
+                let (jobs, waiting) = mpsc::channel(MAX_WAITING / lanes);
+                tokio::spawn(run(pool.clone(), waiting));
+                jobs
+            })
+            .collect();
+        Applier { lanes }
+    }
+
+    /// The lane of run `key`.
+    fn lane(&self, key: &str) -> &mpsc::Sender<Job> {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        let lane = usize::try_from(hasher.finish() % self.lanes.len() as u64).unwrap_or(0);
+        &self.lanes[lane]
     }
 
     /// Applies `items` (in order where they name the same run) and answers each, in order.
@@ -81,7 +100,8 @@ impl Applier {
         let mut answers = Vec::with_capacity(items.len());
         for item in items {
             let (reply, answer) = oneshot::channel();
-            if self.jobs.send(Job { item, reply }).await.is_err() {
+            let lane = self.lane(&item.key);
+            if lane.send(Job { item, reply }).await.is_err() {
                 answers.push(None);
                 continue;
             }
@@ -99,7 +119,7 @@ impl Applier {
     }
 }
 
-/// The loop: one batch at a time, of the reports waiting and those about held runs whose
+/// A lane's loop: one batch at a time, of the reports waiting and those about held runs whose
 /// next try has come.
 async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Job>) {
     let mut held = Held::default();
