@@ -194,8 +194,9 @@ pub struct Intake {
     batches: usize,
 }
 
-/// Status batches one instance writes at once unless told otherwise.
-pub const BATCHES_AT_ONCE: usize = 2;
+/// Status batches one instance writes at once unless told otherwise: one, since on a
+/// machine with few cores more batches at once only make each smaller.
+pub const BATCHES_AT_ONCE: usize = 1;
 
 impl Intake {
     /// An intake over `pool`; runs it creates are published by whichever dispatcher wakes
