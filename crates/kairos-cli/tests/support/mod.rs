@@ -96,14 +96,8 @@ impl Served {
     /// `envs` added; it answers `/healthz` when this returns.
     pub fn peer(&self, roles: &str, envs: &[(&str, &str)]) -> Peer {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
-            .args(["serve", "--roles", roles])
-            .env("DATABASE_URL", self.db_url())
-            .env("KAIROS_NATS__URL", self.nats.url())
-            .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
-            .envs(envs.iter().copied())
+        let child = serve_command(roles, &self.db_url(), &self.nats, port, envs)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn()
             .expect("start kairos serve");
         let mut peer = Peer { child, port };
@@ -124,11 +118,7 @@ impl Served {
 
     /// The served database's URL.
     pub fn db_url(&self) -> String {
-        format!(
-            "{}/{}",
-            self.base.rsplit_once('/').expect("url with a database").0,
-            self.db_name
-        )
+        database_url(&self.base, &self.db_name)
     }
 
     /// Starts `kairos serve --roles <roles>` with its stdout written to `log` and the
@@ -152,19 +142,10 @@ impl Served {
         let base = std::env::var("KAIROS_TEST_DATABASE_URL")
             .expect("KAIROS_TEST_DATABASE_URL (set by .cargo/config.toml)");
         let db_name = format!("kairos_{db_tag}_test_{}", std::process::id());
-        let db_url = format!(
-            "{}/{db_name}",
-            base.rsplit_once('/').expect("url with a database").0
-        );
-        let child = Command::new(env!("CARGO_BIN_EXE_kairos"))
-            .args(["serve", "--roles", roles])
+        let db_url = database_url(&base, &db_name);
+        let child = serve_command(roles, &db_url, &nats, port, envs)
             .args(extra)
-            .env("DATABASE_URL", &db_url)
-            .env("KAIROS_NATS__URL", nats.url())
-            .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
-            .envs(envs.iter().copied())
             .stdout(stdout)
-            .stderr(Stdio::null())
             .spawn()
             .expect("start kairos serve");
         let mut served = Served {
@@ -256,6 +237,34 @@ impl Drop for Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Database `name` on the server of `base` (a URL naming some database).
+fn database_url(base: &str, name: &str) -> String {
+    format!(
+        "{}/{name}",
+        base.rsplit_once('/').expect("url with a database").0
+    )
+}
+
+/// `kairos serve --roles <roles>` on `db_url` and `nats`, answering HTTP on `port`, with the
+/// environment variables `envs` added and its standard error dropped.
+fn serve_command(
+    roles: &str,
+    db_url: &str,
+    nats: &NatsServer,
+    port: u16,
+    envs: &[(&str, &str)],
+) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kairos"));
+    command
+        .args(["serve", "--roles", roles])
+        .env("DATABASE_URL", db_url)
+        .env("KAIROS_NATS__URL", nats.url())
+        .env("KAIROS_HTTP__BIND", format!("127.0.0.1:{port}"))
+        .envs(envs.iter().copied())
+        .stderr(Stdio::null());
+    command
 }
 
 /// A free port on 127.0.0.1.
