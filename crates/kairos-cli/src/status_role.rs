@@ -99,7 +99,9 @@ impl Reading {
         Reading { stop, task }
     }
 
-    /// Stops reading; the batches handed to the intake finish first.
+    /// Stops reading. Messages being handled at that moment are not acknowledged: the
+    /// stream delivers them again after its acknowledgement wait, and a report applied twice
+    /// changes nothing the second time.
     async fn stop(self) -> anyhow::Result<()> {
         let _ = self.stop.send(());
         self.task.await.context("status lane task")?

@@ -52,7 +52,8 @@ pub async fn keep(pool: &PgPool, member: &str, partitions: u16, ttl: Duration) -
     .fetch_all(&mut *tx)
     .await?;
     held.sort_unstable();
-    let over = usize::try_from(i32::try_from(held.len()).unwrap_or(i32::MAX) - share).unwrap_or(0);
+    let share = usize::try_from(share).unwrap_or(0);
+    let over = held.len().saturating_sub(share);
     if over > 0 {
         let given: Vec<i32> = held.split_off(held.len() - over);
         sqlx::query("delete from status_partitions where owner = $1 and partition = any($2)")
@@ -66,7 +67,7 @@ pub async fn keep(pool: &PgPool, member: &str, partitions: u16, ttl: Duration) -
         .bind(partitions)
         .execute(&mut *tx)
         .await?;
-    let want = i64::from(share) - i64::try_from(held.len()).unwrap_or(i64::MAX);
+    let want = share.saturating_sub(held.len());
     if want > 0 {
         let taken: Vec<i32> = sqlx::query_scalar(
             "insert into status_partitions (partition, owner, lease_until) \
@@ -83,7 +84,7 @@ pub async fn keep(pool: &PgPool, member: &str, partitions: u16, ttl: Duration) -
         .bind(member)
         .bind(ttl_s)
         .bind(partitions)
-        .bind(want)
+        .bind(i64::try_from(want).unwrap_or(i64::MAX))
         .fetch_all(&mut *tx)
         .await?;
         held.extend(taken);
