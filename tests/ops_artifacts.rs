@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
 
 /// Every metric kairos exports that the artifacts may use (histograms: the base name).
-const METRICS: [&str; 17] = [
+const METRICS: [&str; 20] = [
     "kairos_fire_drift_seconds",
     "kairos_runs_planned_total",
     "kairos_runs_queued_total",
@@ -31,6 +31,9 @@ const METRICS: [&str; 17] = [
     "kairos_runs_republished_total",
     "kairos_runs_late_total",
     "kairos_runs_overdue",
+    "kairos_region_ready",
+    "kairos_runs_fallback_total",
+    "kairos_runs_held_for_region_total",
 ];
 const HISTOGRAMS: [&str; 1] = ["kairos_fire_drift_seconds"];
 

@@ -283,6 +283,7 @@ fn launch_text(
         fire_at: LaunchMessage::timestamp(run.fire_at),
         source: run.source.into(),
         attempt: u32::try_from(run.attempt).unwrap_or(1),
+        region: run.launch_region.clone(),
         dag: std::sync::Arc::new(workflow.dag.clone()),
     };
     // Invariant: every field serializes (as `LaunchMessage::encode` relies on).

@@ -190,6 +190,10 @@ pub(crate) struct ScheduleBody {
     pub remaining_runs: Option<i64>,
     /// Seconds after its tick by which each planned run must be final; `null`: none.
     pub deadline_s: Option<i32>,
+    /// The region its runs launch in; `null`: none.
+    pub region: Option<String>,
+    /// Where its runs launch, in order, while its region is unavailable.
+    pub fallback_regions: Vec<String>,
     pub pause_note: Option<String>,
     /// When a paused schedule resumes by itself; `null`: not paused, or until resumed.
     pub paused_until: Option<String>,
@@ -270,6 +274,8 @@ impl ScheduleBody {
             max_runs: s.max_runs,
             remaining_runs,
             deadline_s: s.deadline_s,
+            region: s.region,
+            fallback_regions: s.fallback_regions,
             pause_note: s.pause_note,
             paused_until: time(s.paused_until),
             paused_by: s.paused_by,
@@ -372,6 +378,9 @@ pub(crate) struct RunBody {
     pub late_at: Option<String>,
     /// What it did by its deadline, when late.
     pub late_reason: Option<String>,
+    /// The region its launch was recorded for (its schedule's region, or a fallback);
+    /// `null`: not launched yet, or launched without a region.
+    pub region: Option<String>,
 }
 
 impl RunBody {
@@ -406,6 +415,7 @@ impl RunBody {
             deadline_at: time(r.deadline_at),
             late_at: time(r.late_at),
             late_reason: r.late_reason,
+            region: r.launch_region,
         }
     }
 }
@@ -521,6 +531,8 @@ pub(crate) fn schedule_input(fields: &mut Fields, deploy: Option<(&str, i64)>) -
         rules: rules_input(fields),
         max_runs: fields.integer("max_runs", false),
         deadline_s: fields.integer("deadline_s", false),
+        region: fields.string("region", false),
+        fallback_regions: fields.strings("fallback_regions"),
     }
 }
 

@@ -233,6 +233,7 @@ async fn the_launch_message_shown_is_the_one_the_launcher_publishes() {
         fire_at: LaunchMessage::timestamp(ts("2026-03-05T07:00:03.250Z")),
         source: Source::Schedule,
         attempt: 2,
+        region: None,
         dag: Arc::new(dag()),
     };
 

@@ -34,11 +34,13 @@ const MAX_STATUS_BATCHES: u32 = 16;
 
 mod nats;
 mod otlp;
+mod regions;
 #[cfg(test)]
 mod tests;
 
 pub use nats::NatsConfig;
 pub use otlp::OtlpConfig;
+pub use regions::RegionsConfig;
 
 /// The built-in defaults, `config/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
@@ -60,6 +62,13 @@ pub const SEED_ENV_NAMES: [&str; 6] = [
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The region this instance runs in (`region`, or `KAIROS_REGION`): one of
+    /// `regions.names`; empty: none.
+    #[serde(default)]
+    pub region: String,
+    /// `[regions]`: the deployment's regions.
+    #[serde(default)]
+    pub regions: RegionsConfig,
     /// `[database]`.
     pub database: DatabaseConfig,
     /// `[nats]`.
@@ -273,6 +282,7 @@ pub fn figment(path: Option<&Path>) -> Figment {
     let database_url = Env::raw()
         .only(&["DATABASE_URL"])
         .map(|_| "database.url".into());
+    let region = Env::raw().only(&["KAIROS_REGION"]).map(|_| "region".into());
     let seed_names = Env::raw()
         .only(&SEED_ENV_NAMES)
         .map(|name| format!("scheduler.{}", name.as_str().to_ascii_lowercase()).into());
@@ -281,6 +291,7 @@ pub fn figment(path: Option<&Path>) -> Figment {
         .split("__");
     figment
         .merge(StringEnv(database_url))
+        .merge(StringEnv(region))
         .merge(StringEnv(seed_names))
         .merge(StringEnv(namespaced))
 }
@@ -422,6 +433,7 @@ impl Config {
         self.validate_http_and_auth()?;
         self.validate_scheduler()?;
         self.validate_registrar()?;
+        self.regions.validate(&self.region)?;
         positive("history.retention_days", self.history.retention_days.into())?;
         positive(
             "history.audit_retention_days",

@@ -13,6 +13,7 @@ use kairos_launcher::NatsLink;
 use kairos_store::PgPool;
 use kairos_worker::dispatcher::{Dispatcher, DispatcherConfig};
 use kairos_worker::intake::Intake;
+use kairos_worker::regions::Regions;
 use kairos_worker::sweep::{SweepConfig, Sweeper};
 
 use crate::config::Config;
@@ -69,10 +70,19 @@ pub async fn run_dispatcher(
     let Some(launcher) = connected(&link, &mut stopped).await else {
         return Ok(());
     };
-    let dispatcher = Arc::new(Dispatcher::new(pool, launcher, dispatcher_config(&config)));
+    let regions = Regions::new(&config.regions.names, config.regions.fallback_after());
+    let watching = tokio::spawn(
+        regions
+            .clone()
+            .watch(Arc::new(launcher.clone()), config.regions.probe_every()),
+    );
+    let dispatcher = Dispatcher::new(pool, launcher, dispatcher_config(&config));
+    let dispatcher = Arc::new(dispatcher.with_regions(regions));
     intake.attach(dispatcher.clone());
-    tracing::info!("dispatcher started");
-    dispatcher.run(stopped).await.context("dispatcher")?;
+    tracing::info!(region = %config.region, "dispatcher started");
+    let ran = dispatcher.run(stopped).await.context("dispatcher");
+    watching.abort();
+    ran?;
     tracing::info!("dispatcher stopped");
     Ok(())
 }

@@ -133,7 +133,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if let Some(link) = &link {
             // A misconfiguration (a stream name taken by another deployment) ends the
             // instance; an unreachable server is retried in the background.
-            let (link, nats) = (link.clone(), config.nats.launcher());
+            let mut nats = config.nats.launcher();
+            nats.regions.clone_from(&config.regions.names);
+            let link = link.clone();
             let (dag_limit, stopped) = (dag_limit.clone(), stopped(stopping.clone()));
             roles.spawn(async move {
                 tokio::pin!(stopped);
@@ -332,6 +334,7 @@ fn settings(config: &Config, dag_limit: DagLimit) -> anyhow::Result<Settings> {
         default_jitter_ms: config.scheduler.default_jitter_ms,
         dag_limit,
         pinned_now: None,
+        regions: config.regions.names.clone(),
     })
 }
 

@@ -6,7 +6,8 @@
 //!   `Nats-Msg-Id` set so the stream drops duplicates inside its window. The only product
 //!   crate that talks to NATS (the bench, the chaos suite and the example executor are
 //!   NATS clients of their own).
-//!   Dead letters go to `KAIROS_DLQ`, cancel requests to `KAIROS_CANCEL`.
+//!   Dead letters go to `KAIROS_DLQ`, cancel requests to `KAIROS_CANCEL`. A run launched
+//!   in a region goes to that region's launch stream ([`regions`]).
 //! - [`InMemoryLauncher`]: the same contract in memory, for unit tests of the worker.
 //!
 //! Both pipeline a batch: every message is sent before any acknowledgement is awaited. Every
@@ -19,6 +20,7 @@ mod link;
 mod memory;
 mod message;
 mod nats;
+pub mod regions;
 mod replicas;
 mod spans;
 pub mod status;
@@ -73,7 +75,16 @@ pub trait RunLauncher: Send + Sync {
     fn cancel(&self, batch: &[CancelMessage])
         -> impl Future<Output = Vec<Result<Enqueued>>> + Send;
 
-    /// Whether the launch stream still holds the message at `sequence` (a `duplicate`
-    /// acknowledgement names the sequence of the first copy, which may be gone).
-    fn is_stored(&self, sequence: u64) -> impl Future<Output = Result<bool>> + Send;
+    /// Whether the launch stream (of `region`, when given) still holds the message at
+    /// `sequence` (a `duplicate` acknowledgement names the sequence of the first copy, which
+    /// may be gone).
+    fn is_stored(
+        &self,
+        region: Option<&str>,
+        sequence: u64,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Whether the launch stream of `region` takes publishes now (it answers, with a
+    /// leader: a quorum of its replicas).
+    fn region_ready(&self, region: &str) -> impl Future<Output = bool> + Send;
 }

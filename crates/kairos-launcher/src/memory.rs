@@ -1,6 +1,6 @@
 //! [`InMemoryLauncher`]: the launcher contract in memory, for unit tests of the worker.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -21,6 +21,7 @@ struct State {
     cancels: Vec<CancelMessage>,
     ids: HashMap<String, u64>,
     down: bool,
+    regions_down: HashSet<String>,
 }
 
 impl InMemoryLauncher {
@@ -35,6 +36,17 @@ impl InMemoryLauncher {
     /// While `down`, every publish fails with a retryable error (a broker outage).
     pub fn set_down(&self, down: bool) {
         self.lock().down = down;
+    }
+
+    /// While `down`, publishes to `region`'s launch stream fail with a retryable error and
+    /// the region is not ready (a region lost or cut off).
+    pub fn set_region_down(&self, region: &str, down: bool) {
+        let mut state = self.lock();
+        if down {
+            state.regions_down.insert(region.to_string());
+        } else {
+            state.regions_down.remove(region);
+        }
     }
 
     /// The dead letters stored, in order.
@@ -69,12 +81,21 @@ impl InMemoryLauncher {
             return Err(Error::TooLarge { size });
         }
         let mut state = self.lock();
-        if state.down {
+        let region_down = message
+            .region
+            .as_ref()
+            .is_some_and(|region| state.regions_down.contains(region));
+        if state.down || region_down {
             return Err(Error::Publish {
                 reason: "in-memory queue is down".into(),
             });
         }
-        if let Some(sequence) = state.ids.get(&msg_id) {
+        // Each region's stream de-duplicates on its own, as JetStream streams do.
+        let id = match &message.region {
+            Some(region) => format!("{region}/{msg_id}"),
+            None => msg_id,
+        };
+        if let Some(sequence) = state.ids.get(&id) {
             return Ok(Enqueued {
                 stream_sequence: *sequence,
                 duplicate: true,
@@ -83,7 +104,7 @@ impl InMemoryLauncher {
         }
         state.messages.push(message.clone());
         let sequence = state.messages.len() as u64;
-        state.ids.insert(msg_id, sequence);
+        state.ids.insert(id, sequence);
         Ok(Enqueued {
             stream_sequence: sequence,
             duplicate: false,
@@ -104,10 +125,14 @@ impl RunLauncher for InMemoryLauncher {
             .collect()
     }
 
-    async fn is_stored(&self, sequence: u64) -> Result<bool> {
+    async fn is_stored(&self, _region: Option<&str>, sequence: u64) -> Result<bool> {
         // Nothing is ever lost in memory: every sequence handed out is stored.
         let stored = self.lock().messages.len() as u64;
         Ok((1..=stored).contains(&sequence))
+    }
+
+    async fn region_ready(&self, region: &str) -> bool {
+        !self.lock().regions_down.contains(region)
     }
 
     async fn cancel(&self, batch: &[CancelMessage]) -> Vec<Result<Enqueued>> {

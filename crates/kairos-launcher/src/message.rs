@@ -1,5 +1,6 @@
 //! The launch message of docs/design.md §5 (`schemas/launch.schema.json`), as sent on
-//! `kairos.launch.<workflow_id>` (`<nats.subject_prefix>.launch.<workflow_id>`).
+//! `<nats.subject_prefix>.launch.<workflow_id>`, or `<prefix>.launch.<region>.<workflow_id>`
+//! for a run launched in a region.
 
 use std::sync::Arc;
 
@@ -56,6 +57,10 @@ pub struct LaunchMessage {
     pub source: Source,
     /// 1 for the first launch; higher for an intentional re-launch.
     pub attempt: u32,
+    /// The region it is launched in: its schedule's region, or a fallback region while that
+    /// one's launch stream is unavailable. Absent for a run launched without a region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
     /// The workflow's DAG JSON, shared by every message of the version (a burst's messages
     /// do not each hold a copy).
     pub dag: Arc<serde_json::Value>,
@@ -67,9 +72,13 @@ impl LaunchMessage {
         at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
     }
 
-    /// The subject this message is published on: `<prefix>.launch.<workflow_id>`.
+    /// The subject this message is published on: `<prefix>.launch.<workflow_id>`, or
+    /// `<prefix>.launch.<region>.<workflow_id>` in a region.
     pub fn subject(&self, prefix: &str) -> String {
-        format!("{prefix}.launch.{}", self.workflow_id)
+        match &self.region {
+            Some(region) => format!("{prefix}.launch.{region}.{}", self.workflow_id),
+            None => format!("{prefix}.launch.{}", self.workflow_id),
+        }
     }
 
     /// The stream de-duplication id: the key for attempt 1, `key:attempt` after that, so an

@@ -65,6 +65,9 @@ pub struct NatsConfig {
     pub user_password: Option<(String, String)>,
     /// Token authentication.
     pub token: Option<String>,
+    /// Every region of the deployment (`nats.regions`): each has its own launch stream,
+    /// placed on the cluster of that name ([`crate::regions`]). Empty: no regions.
+    pub regions: Vec<String>,
 }
 
 impl NatsConfig {
@@ -88,6 +91,7 @@ impl NatsConfig {
             creds_file: None,
             user_password: None,
             token: None,
+            regions: Vec::new(),
         };
         config.name_streams(crate::streams::DEFAULT_PREFIX);
         config
@@ -235,10 +239,14 @@ impl RunLauncher for NatsLauncher {
         outcomes
     }
 
-    async fn is_stored(&self, sequence: u64) -> Result<bool> {
+    async fn is_stored(&self, region: Option<&str>, sequence: u64) -> Result<bool> {
+        let name = match region {
+            Some(region) => crate::regions::region_stream(&self.config.stream, region),
+            None => self.config.stream.clone(),
+        };
         let stream = self
             .jetstream
-            .get_stream(&self.config.stream)
+            .get_stream(&name)
             .await
             .map_err(|err| self.stream_error(err))?;
         match stream.get_raw_message(sequence).await {
@@ -246,6 +254,10 @@ impl RunLauncher for NatsLauncher {
             Err(err) if err.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(false),
             Err(err) => Err(self.stream_error(err)),
         }
+    }
+
+    async fn region_ready(&self, region: &str) -> bool {
+        self.probe_region(region).await
     }
 
     async fn cancel(&self, batch: &[CancelMessage]) -> Vec<Result<Enqueued>> {

@@ -76,10 +76,11 @@ impl NatsLauncher {
             ),
             (&config.cancel_stream, "cancel", CANCEL_MAX_AGE, -1),
         ] {
+            let subject = subjects_of(kind, prefix, !config.regions.is_empty());
             let stream = stream::Config {
                 name: name.clone(),
-                description: Some(format!("kairos {kind} messages ({prefix}.{kind}.>)")),
-                subjects: vec![format!("{prefix}.{kind}.>")],
+                description: Some(format!("kairos {kind} messages ({subject})")),
+                subjects: vec![subject],
                 duplicate_window: config.duplicate_window.min(max_age),
                 storage: stream::StorageType::File,
                 num_replicas: config.replicas,
@@ -89,7 +90,7 @@ impl NatsLauncher {
             };
             self.create_or_update(stream).await?;
         }
-        Ok(())
+        self.ensure_region_streams().await
     }
 
     /// Creates stream `config.name`, or updates it to `config`, and checks that the server
@@ -139,7 +140,9 @@ impl NatsLauncher {
             subjects
         };
         let found = sorted(&info.config.subjects);
-        if found == sorted(&wanted.subjects) {
+        if found == sorted(&wanted.subjects)
+            || sorted(&one_deployment(&found)) == sorted(&one_deployment(&wanted.subjects))
+        {
             return Ok(());
         }
         Err(Error::StreamTaken {
@@ -147,5 +150,50 @@ impl NatsLauncher {
             found,
             wanted: wanted.subjects.clone(),
         })
+    }
+}
+
+/// The subjects of this deployment's stream of `kind`: `<prefix>.<kind>.>`, except the
+/// launch stream of a deployment with regions, `<prefix>.launch.*`, which leaves
+/// `<prefix>.launch.<region>.>` to the regions' streams (NATS refuses two streams whose
+/// subjects overlap).
+fn subjects_of(kind: &str, prefix: &str, regions: bool) -> String {
+    if kind == "launch" && regions {
+        format!("{prefix}.launch.*")
+    } else {
+        format!("{prefix}.{kind}.>")
+    }
+}
+
+/// Subjects with the launch stream's two forms made one: a deployment that starts or stops
+/// using regions narrows or widens its own launch stream (`.launch.>` and `.launch.*`).
+fn one_deployment(subjects: &[String]) -> Vec<String> {
+    subjects
+        .iter()
+        .map(|subject| match subject.strip_suffix(".launch.*") {
+            Some(prefix) => format!("{prefix}.launch.>"),
+            None => subject.clone(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{one_deployment, subjects_of};
+
+    #[test]
+    fn the_launch_stream_leaves_region_subjects_to_the_regions() {
+        assert_eq!(subjects_of("launch", "kairos", false), "kairos.launch.>");
+        assert_eq!(subjects_of("launch", "kairos", true), "kairos.launch.*");
+        assert_eq!(subjects_of("dlq", "kairos", true), "kairos.dlq.>");
+    }
+
+    #[test]
+    fn both_forms_of_the_launch_subjects_are_one_deployment() {
+        let narrow = vec!["kairos.launch.*".to_string()];
+        let wide = vec!["kairos.launch.>".to_string()];
+        assert_eq!(one_deployment(&narrow), one_deployment(&wide));
+        let other = vec!["other.launch.>".to_string()];
+        assert_ne!(one_deployment(&narrow), one_deployment(&other));
     }
 }

@@ -28,6 +28,7 @@ fn message(source: Source, attempt: u32, fire_at: DateTime<Utc>) -> LaunchMessag
         fire_at: LaunchMessage::timestamp(fire_at),
         source,
         attempt,
+        region: None,
         dag: std::sync::Arc::new(
             serde_json::json!({"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]}),
         ),

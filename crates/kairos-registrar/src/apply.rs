@@ -138,6 +138,8 @@ fn to_write(checked: &Checked, existing: Option<&Schedule>, created_at: DateTime
         rules: checked.rules.stored.clone(),
         max_runs: checked.max_runs,
         deadline_s: checked.deadline_s,
+        region: checked.region.clone(),
+        fallback_regions: checked.fallback_regions.clone(),
         scheduled_runs: existing.map_or(0, |stored| stored.scheduled_runs),
         pause_note: existing.and_then(|stored| stored.pause_note.clone()),
         paused_until: existing.and_then(|stored| stored.paused_until),

@@ -33,6 +33,9 @@ pub struct Settings {
     /// Largest DAG a deploy accepts, so that every launch message fits in one NATS
     /// message. Shared by clones: setting it once NATS is connected updates every registrar.
     pub dag_limit: DagLimit,
+    /// The deployment's regions (`regions.names`): the only values `region` and
+    /// `fallback_regions` may take. Empty: no schedule may name a region.
+    pub regions: Vec<String>,
 }
 
 impl Default for Settings {
@@ -45,6 +48,7 @@ impl Default for Settings {
             default_jitter_ms: 0,
             pinned_now: None,
             dag_limit: DagLimit::default(),
+            regions: Vec::new(),
         }
     }
 }
@@ -197,6 +201,10 @@ pub struct ScheduleInput {
     /// `1..=31_536_000` seconds after its tick by which each planned run must be final;
     /// absent: no deadline.
     pub deadline_s: Option<i64>,
+    /// The region its runs launch in, one of `regions.names`; absent: no region.
+    pub region: Option<String>,
+    /// Where its runs launch, in order, while its region's launch stream is unavailable.
+    pub fallback_regions: Option<Vec<String>>,
 }
 
 /// `retry_backoff` as sent.
@@ -232,6 +240,8 @@ pub(crate) struct Checked {
     pub revision: Option<i64>,
     pub max_runs: Option<i32>,
     pub deadline_s: Option<i32>,
+    pub region: Option<String>,
+    pub fallback_regions: Vec<String>,
     pub rules: CheckedRules,
     /// The named calendars, once resolved against the store ([`Checked::resolve`]).
     pub calendars: Vec<Arc<NamedCalendar>>,
@@ -455,6 +465,12 @@ pub(crate) fn check_sharing(
         }
     }
     let rules = rules::check(&input.rules, spec.as_ref(), &mut problems);
+    let (region, fallback_regions) = crate::regions::check(
+        input.region.as_deref(),
+        input.fallback_regions.as_deref(),
+        &settings.regions,
+        &mut problems,
+    );
     match (spec, zone) {
         (Some(spec), Some(zone)) if problems.is_empty() => Ok(Checked {
             schedule_id: input.schedule_id.clone().unwrap_or_else(|| {
@@ -478,6 +494,8 @@ pub(crate) fn check_sharing(
             revision: input.revision,
             max_runs: max_runs.map(narrow),
             deadline_s: deadline_s.map(narrow),
+            region,
+            fallback_regions,
             rules,
             calendars: Vec::new(),
         }),

@@ -43,6 +43,7 @@ mod input;
 mod overview;
 mod paused_ticks;
 mod pauses;
+pub mod regions;
 mod restage;
 mod rules;
 mod run_listing;

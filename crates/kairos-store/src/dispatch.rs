@@ -67,6 +67,16 @@ pub struct Claimed {
     pub revision: Option<i64>,
     /// Its schedule's revision when this transaction claimed it (`None`: no such schedule).
     pub schedule_revision: Option<i64>,
+    /// Its schedule's region when this transaction claimed it (`None`: no region).
+    pub home_region: Option<String>,
+    /// Its schedule's fallback regions, in order.
+    pub fallback_regions: Vec<String>,
+    /// The region an earlier launch of the run was recorded for: every later publish of the
+    /// run goes there (a run never reaches the executors of two regions).
+    pub launch_region: Option<String>,
+    /// The region this launch goes to: `launch_region` when set, else the home region,
+    /// unless the dispatcher routes it to a fallback before recording it.
+    pub region: Option<String>,
 }
 
 /// The row [`claim`] and [`claim_key`] read into a [`Claimed`].
@@ -90,6 +100,9 @@ struct ClaimedRow {
     late: bool,
     revision: Option<i64>,
     schedule_revision: Option<i64>,
+    home_region: Option<String>,
+    fallback_regions: Option<Vec<String>>,
+    launch_region: Option<String>,
 }
 
 impl From<ClaimedRow> for Claimed {
@@ -110,6 +123,13 @@ impl From<ClaimedRow> for Claimed {
             late: row.late,
             revision: row.revision,
             schedule_revision: row.schedule_revision,
+            region: row
+                .launch_region
+                .clone()
+                .or_else(|| row.home_region.clone()),
+            home_region: row.home_region,
+            fallback_regions: row.fallback_regions.unwrap_or_default(),
+            launch_region: row.launch_region,
         }
     }
 }
@@ -233,7 +253,8 @@ const CLAIM_COLUMNS: &str = "r.idempotency_key, r.schedule_id, r.run_at, r.fire_
       else coalesce(r.overlap_override, s.overlap_policy, 'allow') end \
       as overlap_policy, \
     coalesce(r.released_at, r.fire_at) < $1 - make_interval(secs => $2) as late, \
-    r.revision, s.revision as schedule_revision";
+    r.revision, s.revision as schedule_revision, \
+    s.region as home_region, s.fallback_regions, r.launch_region";
 
 /// A claim: the runs `selection` picks (a `where` condition on `schedule_runs r`, with its
 /// order and limit), locked `for update skip locked`, then joined to their schedules. The
@@ -245,11 +266,12 @@ fn claim_sql(selection: &str) -> String {
         "with r as materialized ( \
            select r.idempotency_key, r.schedule_id, r.run_at, r.fire_at, r.source, r.status, \
              r.attempt, r.exclusive, r.workflow_id, r.version, r.user_id, r.overlap_override, \
-             r.released_at, r.revision, r.priority \
+             r.released_at, r.revision, r.priority, r.launch_region \
            from schedule_runs r where {selection} for update of r skip locked \
          ) \
          select {CLAIM_COLUMNS} from r \
-         left join lateral (select s.overlap_policy, s.revision from schedules s \
+         left join lateral (select s.overlap_policy, s.revision, s.region, \
+           s.fallback_regions from schedules s \
            where s.schedule_id = r.schedule_id) s on true \
          order by r.priority desc, r.fire_at, r.idempotency_key"
     )
@@ -257,7 +279,9 @@ fn claim_sql(selection: &str) -> String {
 
 /// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
 /// `fire_at <= due_by`), highest priority first, then oldest `fire_at`, skipping runs another
-/// transaction holds. `due_by` is `now` plus the dispatcher's pre-staging lead: a run due
+/// transaction holds, and runs whose launch region is one of `unavailable` (their launch
+/// stream cannot take them now; they wait for it). `due_by` is `now` plus the dispatcher's
+/// pre-staging lead: a run due
 /// within the lead is claimed and prepared before its time, and published at it. `now`
 /// decides whether a run is past its launch deadline.
 ///
@@ -275,6 +299,7 @@ pub async fn claim(
     due_by: DateTime<Utc>,
     launch_deadline_s: f64,
     limit: i64,
+    unavailable: &[String],
 ) -> Result<Vec<Claimed>> {
     // Invariant "the database clock decides": `now` is the database's clock (read by the
     // caller in this transaction). `for update of r skip locked`: another dispatcher's batch
@@ -282,6 +307,7 @@ pub async fn claim(
     // "claims die with their holder").
     let sql = claim_sql(&format!(
         "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
+           and (r.launch_region is null or not (r.launch_region = any ($5::text[]))) \
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
     ));
@@ -290,6 +316,7 @@ pub async fn claim(
         .bind(launch_deadline_s)
         .bind(limit)
         .bind(due_by)
+        .bind(unavailable)
         .fetch_all(&mut *tx)
         .await?;
     Ok(rows.into_iter().map(Claimed::from).collect())
@@ -395,7 +422,8 @@ pub async fn record(
         .collect();
     let seqs: Vec<Option<i64>> = outcomes.iter().map(Outcome::stream_seq).collect();
     let reasons: Vec<Option<String>> = outcomes.iter().map(Outcome::reason).collect();
-    let errors: Vec<Option<&str>> = outcomes.iter().map(Outcome::launch_error).collect();
+    let errors: Vec<Option<String>> = outcomes.iter().map(Outcome::launch_error).collect();
+    let pins: Vec<Option<&str>> = outcomes.iter().map(Outcome::pin).collect();
     let exclusive: Vec<bool> = outcomes.iter().map(Outcome::exclusive).collect();
     let attempted: Vec<bool> = outcomes.iter().map(Outcome::attempted).collect();
     let published: Vec<Option<DateTime<Utc>>> =
@@ -409,14 +437,14 @@ pub async fn record(
            attempts = r.attempts + case when v.attempted then 1 else 0 end, \
            reason = coalesce(v.reason, r.reason), \
            last_error = coalesce(v.last_error, r.last_error), \
-           exclusive = v.exclusive, \
+           exclusive = v.exclusive, launch_region = coalesce(v.pin, r.launch_region), \
            finished_at = case when v.status in ('FAILED', 'SKIPPED') then $8 \
              else r.finished_at end, \
            updated_at = $8 \
          from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], \
-                     $6::bool[], $7::bool[], $9::timestamptz[]) \
+                     $6::bool[], $7::bool[], $9::timestamptz[], $12::text[]) \
            as v(idempotency_key, status, stream_seq, reason, last_error, exclusive, attempted, \
-                published_at) \
+                published_at, pin) \
          where r.idempotency_key = v.idempotency_key and r.status in {AWAITING_LAUNCH} \
            and r.run_at between $10 and $11 \
          returning r.status, r.source, r.run_at, r.published_at, r.attempt) \
@@ -435,6 +463,7 @@ pub async fn record(
     .bind(published)
     .bind(span.first)
     .bind(span.last)
+    .bind(pins)
     .fetch_all(&mut *tx)
     .await?;
     Ok(drift)

@@ -33,6 +33,16 @@ pub enum Settled {
         /// The launch error.
         error: String,
     },
+    /// Not published because the launch stream of its region is unavailable: stays `PENDING`
+    /// (or `RETRYING`), nothing attempted. With `pin`, the region is recorded as the run's
+    /// launch region (it has no fallback to go to), and the dispatchers leave the run alone
+    /// until the region is back.
+    Held {
+        /// The unavailable region.
+        region: String,
+        /// Record `region` as the run's launch region.
+        pin: bool,
+    },
     /// The stream refused it for good (e.g. too large): `FAILED`.
     Refused {
         /// The launch error.
@@ -103,6 +113,17 @@ impl Outcome {
         Outcome::new(key, Settled::Retry { error })
     }
 
+    /// Not published: the launch stream of `region` is unavailable (see [`Settled::Held`]).
+    pub fn held(key: &str, region: &str, pin: bool) -> Outcome {
+        Outcome::new(
+            key,
+            Settled::Held {
+                region: region.to_string(),
+                pin,
+            },
+        )
+    }
+
     /// A permanent launch error: the run `FAILED`.
     pub fn refused(key: &str, error: String) -> Outcome {
         Outcome::new(key, Settled::Refused { error })
@@ -145,7 +166,7 @@ impl Outcome {
     pub fn new_status(&self) -> Option<RunStatus> {
         Some(match self.settled {
             Settled::Enqueued { .. } => RunStatus::Enqueued,
-            Settled::Retry { .. } => return None,
+            Settled::Retry { .. } | Settled::Held { .. } => return None,
             Settled::Refused { .. } | Settled::Unlaunchable(_) => RunStatus::Failed,
             Settled::Skipped { .. } => RunStatus::Skipped,
             Settled::Queued { .. } => RunStatus::Queued,
@@ -158,14 +179,26 @@ impl Outcome {
             Settled::Skipped { reason } | Settled::Queued { reason } => Some(reason.clone()),
             Settled::Unlaunchable(why) => Some(why.reason()),
             Settled::Refused { error } => Some(format!("launch failed permanently: {error}")),
-            Settled::Enqueued { .. } | Settled::Retry { .. } => None,
+            Settled::Enqueued { .. } | Settled::Retry { .. } | Settled::Held { .. } => None,
         }
     }
 
-    /// The launch error of this attempt, if a publish failed.
-    pub fn launch_error(&self) -> Option<&str> {
+    /// The launch error of this attempt, if a publish failed or could not be tried.
+    pub fn launch_error(&self) -> Option<String> {
         match &self.settled {
-            Settled::Retry { error } | Settled::Refused { error } => Some(error),
+            Settled::Retry { error } | Settled::Refused { error } => Some(error.clone()),
+            Settled::Held { region, .. } => Some(format!(
+                "the launch stream of region {region:?} is unavailable"
+            )),
+            _ => None,
+        }
+    }
+
+    /// The region to record as the run's launch region without publishing (see
+    /// [`Settled::Held`]).
+    pub(crate) fn pin(&self) -> Option<&str> {
+        match &self.settled {
+            Settled::Held { region, pin: true } => Some(region),
             _ => None,
         }
     }

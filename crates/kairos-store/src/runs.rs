@@ -18,7 +18,7 @@ pub(crate) const RUN_COLUMNS: &str =
     "idempotency_key, schedule_id, run_at, fire_at, status, source, \
     workflow_id, version, user_id, run_id, attempts, attempt, heartbeat_at, dead_lettered_at, \
     reason, last_error, published_at, stream_seq, started_at, finished_at, executor_id, \
-    parent_key, created_at, updated_at, schedule_revision, deadline_at, late_at, late_reason";
+    parent_key, created_at, updated_at, schedule_revision, deadline_at, late_at, late_reason, launch_region";
 
 /// [`RUN_COLUMNS`], each qualified by the table alias `alias` (`r.idempotency_key, …`), for
 /// a read of whole runs joined to other tables.

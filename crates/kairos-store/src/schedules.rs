@@ -18,7 +18,7 @@ pub(crate) const COLUMNS: &str =
     retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
     heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
     dst_fold, max_runs, scheduled_runs, pause_note, revision, created_at, updated_at, \
-    max_in_flight, deadline_s, paused_until, paused_by";
+    max_in_flight, deadline_s, paused_until, paused_by, region, fallback_regions";
 
 /// Locks and returns up to `limit` schedules matching `filter` (SQL over `schedules`, with
 /// `$1` bound to `now`), in `order`, skipping rows another transaction holds: the shape of
@@ -178,7 +178,7 @@ pub async fn insert_many(
          retry_backoff_initial_s, retry_backoff_multiplier, retry_backoff_max_s, \
          heartbeat_timeout_s, start_timeout_s, exclude, exclude_calendars, roll, dst_gap, \
          dst_fold, max_queued, max_runs, chain_parent, chain_on, revision, created_at, \
-         updated_at, max_in_flight, deadline_s) \
+         updated_at, max_in_flight, deadline_s, region, fallback_regions) \
          select v.schedule_id, v.workflow_id, v.version, v.user_id, v.cron_expr, \
          v.timezone, v.start_at, v.end_at, v.next_run_at, v.paused, v.jitter_ms, \
          v.overlap_policy, v.catchup_policy, v.priority, v.max_run_seconds, v.max_attempts, \
@@ -188,7 +188,7 @@ pub async fn insert_many(
          v.chain_parent, v.chain_on, 1, v.created_at, ",
     );
     query.push_bind(now);
-    query.push(", v.max_in_flight, v.deadline_s from ");
+    query.push(", v.max_in_flight, v.deadline_s, v.region, v.fallback_regions::text[] from ");
     push_unnest(&mut query, rows);
     query.push(" on conflict (schedule_id) do nothing returning ");
     query.push(COLUMNS);
@@ -235,7 +235,8 @@ pub async fn update_many(
          retry_backoff_max_s = v.retry_backoff_max_s, \
          heartbeat_timeout_s = v.heartbeat_timeout_s, start_timeout_s = v.start_timeout_s, \
          max_queued = v.max_queued, max_in_flight = v.max_in_flight, \
-         deadline_s = v.deadline_s, \
+         deadline_s = v.deadline_s, region = v.region, \
+         fallback_regions = v.fallback_regions::text[], \
          revision = s.revision + 1, updated_at = ",
     );
     query.push_bind(now);
@@ -328,13 +329,18 @@ fn push_unnest(query: &mut QueryBuilder<'_, Postgres>, rows: &[Schedule]) {
     args.push_unseparated("::int4[]");
     args.push_bind(col(rows, |r| r.deadline_s));
     args.push_unseparated("::int4[]");
+    args.push_bind(col(rows, |r| r.region.clone()));
+    args.push_unseparated("::text[]");
+    args.push_bind(col(rows, |r| regions_literal(&r.fallback_regions)));
+    args.push_unseparated("::text[]");
     query.push(
         ") as v(schedule_id, workflow_id, version, user_id, cron_expr, timezone, start_at, \
          end_at, next_run_at, paused, jitter_ms, overlap_policy, catchup_policy, priority, \
          max_run_seconds, max_attempts, retry_intervals_s, retry_backoff_initial_s, \
          retry_backoff_multiplier, retry_backoff_max_s, heartbeat_timeout_s, start_timeout_s, \
          exclude, exclude_calendars, roll, dst_gap, dst_fold, max_queued, max_runs, \
-         chain_parent, chain_on, revision, created_at, max_in_flight, deadline_s)",
+         chain_parent, chain_on, revision, created_at, max_in_flight, deadline_s, region, \
+         fallback_regions)",
     );
 }
 
@@ -344,6 +350,12 @@ fn intervals_literal(failure: &FailurePolicy) -> Option<String> {
         let items: Vec<String> = intervals.iter().map(i32::to_string).collect();
         format!("{{{}}}", items.join(","))
     })
+}
+
+/// The fallback regions as a PostgreSQL array literal (bulk writes pass one text per row;
+/// region names hold only lowercase letters, digits and `-`, so none needs quoting).
+fn regions_literal(regions: &[String]) -> String {
+    format!("{{{}}}", regions.join(","))
 }
 
 /// `exclude` as one JSON array (bulk writes pass one text per row).

@@ -36,6 +36,8 @@ fn write(cron_expr: &str, next_run_at: DateTime<Utc>, revision: i64) -> Schedule
         rules: Default::default(),
         max_runs: None,
         deadline_s: None,
+        region: None,
+        fallback_regions: Vec::new(),
         scheduled_runs: 0,
         pause_note: None,
         paused_until: None,

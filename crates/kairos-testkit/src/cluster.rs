@@ -229,7 +229,7 @@ impl Drop for NatsCluster {
 
 /// `count` loopback ports that were free a moment ago (bound, then released together, so
 /// they are distinct).
-fn free_ports(count: usize) -> Result<Vec<u16>, String> {
+pub(crate) fn free_ports(count: usize) -> Result<Vec<u16>, String> {
     let listeners = (0..count)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<Vec<_>, _>>()

@@ -2,7 +2,8 @@
 //!
 //! [`NatsServer`] spawns a real `nats-server` with JetStream on a port of its own choosing
 //! and its own store directory, so tests run in parallel and can stop and restart their
-//! server. [`NatsCluster`] is three of them routed into one JetStream cluster. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
+//! server. [`NatsCluster`] is three of them routed into one JetStream cluster, [`NatsSupercluster`]
+//! one per region joined by gateways. [`TestDb`] is a fresh, migrated PostgreSQL database per test.
 //! [`prometheus::sample`] reads one series out of a `/metrics` text. [`deploy::workflow`] is
 //! the deploy call of the bench and the chaos suite.
 
@@ -11,12 +12,14 @@ mod db;
 pub mod deploy;
 pub mod prometheus;
 mod protocol;
+mod supercluster;
 
 pub use cluster::NatsCluster;
 pub use db::{store_workflow, TestDb};
 /// For tests that read or write rows directly (the crates under test need no database
 /// client of their own).
 pub use sqlx;
+pub use supercluster::NatsSupercluster;
 
 use std::fs::File;
 use std::net::TcpStream;

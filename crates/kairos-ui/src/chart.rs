@@ -351,6 +351,7 @@ mod tests {
             created_at: at(tick),
             updated_at: at(tick),
             schedule_revision: None,
+            launch_region: None,
         };
         let runs = [
             run("2026-03-05T11:30:00Z", RunStatus::Success),

@@ -194,6 +194,17 @@ const WHOLE: [&str; 11] = [
     "Updated",
 ];
 
+/// Where the schedule's runs launch: its region and, in order, its fallbacks.
+fn region_text(s: &Schedule) -> String {
+    match (&s.region, s.fallback_regions.is_empty()) {
+        (None, _) => "none (the launch stream without a region)".to_string(),
+        (Some(region), true) => format!("{region}, no fallback (its runs wait for it)"),
+        (Some(region), false) => {
+            format!("{region}, then {}", s.fallback_regions.join(", "))
+        }
+    }
+}
+
 fn fields(detail: &ScheduleDetail) -> Markup {
     let s = &detail.schedule;
     let z = &s.timezone;
@@ -233,6 +244,7 @@ fn fields(detail: &ScheduleDetail) -> Markup {
             "Deadline (s after the tick)",
             s.deadline_s.map_or("—".into(), |v| v.to_string()),
         ),
+        ("Region", region_text(s)),
         ("Max attempts", f.max_attempts.to_string()),
         (
             "Retry intervals (s)",

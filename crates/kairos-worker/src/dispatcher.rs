@@ -17,6 +17,10 @@
 //! tick" and "claims die with their holder"). A retryable launch error puts the run back
 //! `PENDING` (invariant "nothing is lost while NATS is down"); a permanent one fails it.
 //!
+//! Regions: before deciding, a round routes each run to the region it launches in, and
+//! leaves `PENDING` those whose region's launch stream is not ready (`route.rs`,
+//! `crate::regions`); the region is recorded with the launch.
+//!
 //! Pre-staging: a round claims runs due within `prestage` of the database's now and loads
 //! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock
 //! (`clock.rs`), so a burst's database work is done before its tick: the dispatch locks
@@ -41,10 +45,12 @@ mod release;
 mod report;
 mod restage;
 mod round;
+mod route;
 mod stage;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kairos_launcher::RunLauncher;
@@ -55,6 +61,7 @@ use release::Release;
 pub use round::Round;
 
 pub use crate::error::{Error, Result};
+use crate::regions::Regions;
 
 /// How the dispatcher batches and waits.
 #[derive(Debug, Clone)]
@@ -103,6 +110,7 @@ pub struct Dispatcher<L> {
     pool: PgPool,
     launcher: L,
     config: DispatcherConfig,
+    regions: Arc<Regions>,
 }
 
 /// Shortest sleep between rounds, so rounds blocked by another dispatcher's locks do not spin.
@@ -115,7 +123,15 @@ impl<L: RunLauncher> Dispatcher<L> {
             pool,
             launcher,
             config,
+            regions: Regions::none(),
         }
+    }
+
+    /// Routes runs of schedules with a region by what `regions` knows of their launch
+    /// streams (`crate::regions`); without it, every run goes to its home region.
+    pub fn with_regions(mut self, regions: Arc<Regions>) -> Self {
+        self.regions = regions;
+        self
     }
 
     /// The launcher (for readiness checks).

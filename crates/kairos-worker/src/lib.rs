@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod outage;
 pub mod planner;
 mod priority;
+pub mod regions;
 pub mod retention;
 pub mod sweep;
 mod wake;

@@ -53,7 +53,8 @@ impl Dags {
     }
 }
 
-/// A run as the launch message needs it (for a dead letter's copy of its last launch).
+/// A run as the launch message needs it (for a publish again of its launch, in the region
+/// its launch was recorded for, or a dead letter's copy of its last launch).
 pub(crate) fn as_claimed(run: &Run) -> Claimed {
     Claimed {
         idempotency_key: run.idempotency_key.clone(),
@@ -71,6 +72,10 @@ pub(crate) fn as_claimed(run: &Run) -> Claimed {
         late: false,
         revision: None,
         schedule_revision: None,
+        home_region: None,
+        fallback_regions: Vec::new(),
+        launch_region: run.launch_region.clone(),
+        region: run.launch_region.clone(),
     }
 }
 
@@ -87,6 +92,7 @@ pub(crate) fn message(run: &Claimed, dag: Arc<serde_json::Value>) -> LaunchMessa
         fire_at: LaunchMessage::timestamp(run.fire_at),
         source: run.source.into(),
         attempt: u32::try_from(run.attempt).unwrap_or(1),
+        region: run.region.clone(),
         dag,
     }
 }

@@ -59,6 +59,15 @@ pub const STATUS_REPORTS_HELD: &str = "kairos_status_reports_held_total";
 pub const RUNS_LATE: &str = "kairos_runs_late_total";
 /// Gauge: runs past their deadline and not final now.
 pub const RUNS_OVERDUE: &str = "kairos_runs_overdue";
+/// Gauge: 1 while the launch stream of `region` answers with a leader, else 0 (one series
+/// per configured region).
+pub const REGION_READY: &str = "kairos_region_ready";
+/// Counter: runs routed to a fallback region (their home's launch stream not ready for
+/// `regions.fallback_after_s`), by `home` region and the `region` they went to.
+pub const RUNS_FALLBACK: &str = "kairos_runs_fallback_total";
+/// Counter: runs left `PENDING` because the launch stream of their region was not ready,
+/// by `region`, each time one is.
+pub const RUNS_HELD_FOR_REGION: &str = "kairos_runs_held_for_region_total";
 /// Gauge, always 1: the running build, by `version`.
 pub const BUILD_INFO: &str = "kairos_build_info";
 
@@ -308,6 +317,18 @@ pub fn describe() {
         "Runs marked late: not SUCCESS by run_at + deadline_s"
     );
     describe_gauge!(RUNS_OVERDUE, "Runs past their deadline and not final");
+    describe_gauge!(
+        REGION_READY,
+        "1 while the region's launch stream answers with a leader"
+    );
+    describe_counter!(
+        RUNS_FALLBACK,
+        "Runs routed to a fallback region, by home and region"
+    );
+    describe_counter!(
+        RUNS_HELD_FOR_REGION,
+        "Runs left PENDING because their region's launch stream was not ready"
+    );
 }
 
 /// Sets [`BUILD_INFO`]`{version}` to 1.
@@ -415,6 +436,22 @@ pub fn queued(n: u64) {
     if n > 0 {
         metrics::counter!(RUNS_QUEUED).increment(n);
     }
+}
+
+/// Whether `region`'s launch stream is ready.
+pub fn region_ready(region: &str, ready: bool) {
+    metrics::gauge!(REGION_READY, "region" => region.to_string()).set(f64::from(u8::from(ready)));
+}
+
+/// One run of a schedule homed in `home` routed to the fallback region `region`.
+pub fn fallback(home: &str, region: &str) {
+    metrics::counter!(RUNS_FALLBACK, "home" => home.to_string(), "region" => region.to_string())
+        .increment(1);
+}
+
+/// `n` runs left `PENDING` for `region`.
+pub fn held_for_region(region: &str, n: u64) {
+    metrics::counter!(RUNS_HELD_FOR_REGION, "region" => region.to_string()).increment(n);
 }
 
 /// `n` launches that did not enqueue, for `reason`.

@@ -58,6 +58,7 @@ const RUN_KEYS = allKeys<Run>()(
   "deadline_at",
   "late_at",
   "late_reason",
+  "region",
 );
 
 /** An answer must hold no field its type does not declare. */

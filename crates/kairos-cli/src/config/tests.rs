@@ -276,6 +276,23 @@ fn env_values_stay_strings_unless_structured() {
 }
 
 #[test]
+fn the_region_comes_from_kairos_region_and_the_regions_from_their_section() {
+    jailed(|jail| {
+        jail.set_env("KAIROS_REGION", "us");
+        jail.set_env("KAIROS_REGIONS__NAMES", r#"["eu", "us"]"#);
+        jail.set_env("KAIROS_REGIONS__FALLBACK_AFTER_S", "20");
+        let config = load(None).expect("load");
+        assert_eq!(config.region, "us");
+        assert_eq!(config.regions.names, ["eu", "us"]);
+        assert_eq!(config.regions.fallback_after().as_secs(), 20);
+        jail.set_env("KAIROS_REGION", "ap");
+        let error = load(None).expect_err("a region not among the names");
+        assert_eq!(error.path, ["region"]);
+        assert!(error.to_string().contains("eu, us"), "{error}");
+    });
+}
+
+#[test]
 fn debug_output_hides_secrets() {
     jailed(|jail| {
         jail.set_env("DATABASE_URL", "postgres://kairos:hunter2@db/kairos");
@@ -367,6 +384,13 @@ fn rule_errors_name_their_key() {
             "registrar.allowed_timezones.1",
         ),
         ("[log]\nlevel = \" \"\n", "log.level"),
+        ("[regions]\nnames = [\"EU\"]\n", "regions.names.0"),
+        ("[regions]\nnames = [\"eu\", \"eu\"]\n", "regions.names.1"),
+        (
+            "[regions]\nfallback_after_s = 0\n",
+            "regions.fallback_after_s",
+        ),
+        ("region = \"eu\"\n", "region"),
         ("[http]\nbind = \"0.0.0.0:8080\"\n", "auth"),
         ("[auth]\nmode = \"jwt\"\n", "auth"),
         ("[auth]\nmode = \"tokens\"\n", "auth"),

@@ -75,6 +75,8 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
         max_queued,
         max_in_flight,
         deadline_s,
+        region,
+        fallback_regions,
         failure,
         rules,
         max_runs,
@@ -142,5 +144,7 @@ fn described(schedule: &Schedule) -> Vec<(&'static str, FieldValue)> {
             FieldValue::of(rules.dst_fold.map(|fold| fold.as_str())),
         ),
         ("max_runs", FieldValue::of(*max_runs)),
+        ("region", FieldValue::of(region.clone())),
+        ("fallback_regions", fallback_regions.clone().into()),
     ]
 }

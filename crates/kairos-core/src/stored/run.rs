@@ -67,6 +67,9 @@ pub struct Run {
     /// The schedule's revision when the run was written (the one that produced it); never
     /// changed afterwards. `None` for runs of no schedule and runs written before it was kept.
     pub schedule_revision: Option<i64>,
+    /// The region its launch went to, fixed when the launch was first recorded (`None`:
+    /// not launched yet, or launched without a region).
+    pub launch_region: Option<String>,
 }
 
 /// One finished attempt of a run.

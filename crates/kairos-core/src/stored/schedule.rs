@@ -54,6 +54,10 @@ pub struct Schedule {
     /// Seconds after its tick by which each planned run must be final (`None`: no
     /// deadline); a run that misses it is marked late.
     pub deadline_s: Option<i32>,
+    /// The region its runs launch in (`None`: the launch stream without a region).
+    pub region: Option<String>,
+    /// Where its runs launch, in order, while `region`'s launch stream is unavailable.
+    pub fallback_regions: Vec<String>,
     /// Runs the planner created so far (what `max_runs` counts).
     pub scheduled_runs: i64,
     /// Why it is paused, as the pausing caller wrote it (`None` while it runs).

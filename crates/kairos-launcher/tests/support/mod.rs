@@ -15,6 +15,7 @@ pub fn message(key: &str, attempt: u32) -> LaunchMessage {
         fire_at: "2026-03-09T07:00:00.250Z".into(),
         source: Source::Schedule,
         attempt,
+        region: None,
         dag: std::sync::Arc::new(serde_json::json!({"nodes": [{"id": "a"}]})),
     }
 }

@@ -25,7 +25,8 @@ pub struct Wave(i64);
 /// Records `runs` `ENQUEUED` (each with whether it counts against its schedule's runs in
 /// flight), publish attempt counted, in the caller's transaction. A run's `published_at` is
 /// when it is let out: its `fire_at`, or `now` when that has passed. Returns how many runs
-/// moved (a run no longer awaiting its launch is left as it is).
+/// moved (a run no longer awaiting its launch is left as it is). Each run's `region` is
+/// recorded as its `launch_region`: every later publish of the run goes there.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails, including a second exclusive run
@@ -45,11 +46,13 @@ pub async fn record_launches(
         .collect();
     let exclusive: Vec<bool> = runs.iter().map(|(_, exclusive)| *exclusive).collect();
     let fire_ats: Vec<DateTime<Utc>> = runs.iter().map(|(run, _)| run.fire_at).collect();
+    let regions: Vec<Option<&str>> = runs.iter().map(|(run, _)| run.region.as_deref()).collect();
     let moved = sqlx::query(&format!(
         "update schedule_runs r set status = 'ENQUEUED', stream_seq = null, \
            published_at = greatest(v.fire_at, $4), attempts = r.attempts + 1, \
-           exclusive = v.exclusive, updated_at = $4 \
-         from unnest($1::text[], $2::bool[], $3::timestamptz[]) as v(key, exclusive, fire_at) \
+           exclusive = v.exclusive, updated_at = $4, launch_region = v.region \
+         from unnest($1::text[], $2::bool[], $3::timestamptz[], $7::text[]) \
+           as v(key, exclusive, fire_at, region) \
          where r.idempotency_key = v.key and r.status in {AWAITING_LAUNCH} \
            and r.run_at between $5 and $6",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
@@ -60,6 +63,7 @@ pub async fn record_launches(
     .bind(now)
     .bind(span.first)
     .bind(span.last)
+    .bind(regions)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -82,10 +86,15 @@ pub async fn take_back(tx: &mut PgConnection, runs: &[&Claimed], span: RunSpan) 
         .map(|run| run.idempotency_key.as_str())
         .collect();
     let exclusive: Vec<bool> = runs.iter().map(|run| run.exclusive).collect();
+    let pinned: Vec<Option<&str>> = runs
+        .iter()
+        .map(|run| run.launch_region.as_deref())
+        .collect();
     sqlx::query(
         "update schedule_runs r set status = 'PENDING', published_at = null, \
-           stream_seq = null, attempts = r.attempts - 1, exclusive = v.exclusive \
-         from unnest($1::text[], $2::bool[]) as v(key, exclusive) \
+           stream_seq = null, attempts = r.attempts - 1, exclusive = v.exclusive, \
+           launch_region = v.pinned \
+         from unnest($1::text[], $2::bool[], $5::text[]) as v(key, exclusive, pinned) \
          where r.idempotency_key = v.key and (r.status = 'ENQUEUED') is true \
            and r.run_at between $3 and $4",
     )
@@ -93,6 +102,7 @@ pub async fn take_back(tx: &mut PgConnection, runs: &[&Claimed], span: RunSpan) 
     .bind(exclusive)
     .bind(span.first)
     .bind(span.last)
+    .bind(pinned)
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -146,7 +156,7 @@ pub async fn acknowledge(pool: &PgPool, wave: Wave, unsent: &[(&Claimed, &Outcom
             .iter()
             .map(|(run, outcome)| outcome.new_status().unwrap_or(run.status).as_str())
             .collect();
-        let errors: Vec<Option<&str>> = unsent
+        let errors: Vec<Option<String>> = unsent
             .iter()
             .map(|(_, outcome)| outcome.launch_error())
             .collect();

@@ -40,6 +40,7 @@ impl<'r> FromRow<'r, PgRow> for RunRow {
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
             schedule_revision: row.try_get("schedule_revision")?,
+            launch_region: row.try_get("launch_region")?,
         }))
     }
 }

@@ -34,6 +34,8 @@ impl<'r> FromRow<'r, PgRow> for ScheduleRow {
             rules: RulesRow::from_row(row)?.0,
             max_runs: row.try_get("max_runs")?,
             deadline_s: row.try_get("deadline_s")?,
+            region: row.try_get("region")?,
+            fallback_regions: row.try_get("fallback_regions")?,
             scheduled_runs: row.try_get("scheduled_runs")?,
             pause_note: row.try_get("pause_note")?,
             paused_until: row.try_get("paused_until")?,

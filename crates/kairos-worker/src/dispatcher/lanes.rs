@@ -270,7 +270,8 @@ impl<L: RunLauncher> Dispatcher<L> {
         let deadline = self.config.launch_deadline.as_secs_f64();
         let limit = self.config.batch_size;
         let seen = dispatch::write_snapshot(&mut tx).await?;
-        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit).await?;
+        let unavailable = self.regions.unavailable();
+        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit, &unavailable).await?;
         if claimed.is_empty() {
             return Ok((due_by, None));
         }

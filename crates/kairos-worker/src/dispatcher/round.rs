@@ -35,6 +35,8 @@ pub struct Round {
     pub enqueued: usize,
     /// Left `PENDING` after a retryable launch error.
     pub retry: usize,
+    /// Left `PENDING` because the launch stream of their region was not ready.
+    pub held: usize,
     /// `FAILED` (permanent error or launch deadline).
     pub failed: usize,
     /// Of `failed`: the launch deadline had passed.
@@ -83,8 +85,10 @@ impl<L: RunLauncher> Dispatcher<L> {
             return Ok(Round::default());
         };
         let claimed_n = claimed.len();
+        let (claimed, held) = self.route(claimed);
         let mut dags = Dags::load(&mut tx, &claimed).await?;
         let (mut waiting, mut outcomes) = triage(claimed, &dags);
+        outcomes.extend(held);
         dispatch::record(&mut tx, &outcomes, span, release.now()).await?;
         let mut drift = Vec::new();
         let (mut cancels, mut withdrawn, mut skips) = (0, 0, Vec::new());
@@ -462,6 +466,7 @@ impl Round {
             match outcome.settled() {
                 Settled::Enqueued { .. } => round.enqueued += 1,
                 Settled::Retry { .. } => round.retry += 1,
+                Settled::Held { .. } => round.held += 1,
                 Settled::Refused { .. } => round.failed += 1,
                 Settled::Unlaunchable(why) => {
                     round.failed += 1;

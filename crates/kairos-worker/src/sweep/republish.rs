@@ -68,7 +68,11 @@ impl<L: RunLauncher> Sweeper<L> {
             let key = &run.run.idempotency_key;
             match ack {
                 Ok(ack) if !ack.duplicate => sent.push((key.clone(), ack.stream_sequence as i64)),
-                Ok(ack) => match self.launcher.is_stored(ack.stream_sequence).await {
+                Ok(ack) => match self
+                    .launcher
+                    .is_stored(message.region.as_deref(), ack.stream_sequence)
+                    .await
+                {
                     Ok(true) => sent.push((key.clone(), ack.stream_sequence as i64)),
                     Ok(false) => {
                         let id = format!("{}:r{}", message.msg_id(), run.republished + 1);

@@ -123,6 +123,8 @@ pub async fn insert_bulk(
                 rules: Default::default(),
                 max_runs: None,
                 deadline_s: None,
+                region: None,
+                fallback_regions: Vec::new(),
                 scheduled_runs: 0,
                 pause_note: None,
                 paused_until: None,

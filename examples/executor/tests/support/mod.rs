@@ -55,6 +55,7 @@ fn launch(key: &str, dag: Value) -> LaunchMessage {
         fire_at: "2026-03-09T07:00:00Z".into(),
         source: Source::Schedule,
         attempt: 1,
+        region: None,
         dag: dag.into(),
     }
 }

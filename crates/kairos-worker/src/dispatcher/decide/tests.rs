@@ -22,6 +22,10 @@ fn run(key: &str, schedule: &str, policy: &str) -> Claimed {
         late: false,
         revision: None,
         schedule_revision: Some(1),
+        home_region: None,
+        fallback_regions: Vec::new(),
+        launch_region: None,
+        region: None,
     }
 }
 
