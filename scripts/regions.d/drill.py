@@ -541,7 +541,18 @@ def evaluate(
         lost_detail += f"; {unexpected} received keys are no whole-second tick of a drill schedule"
     checks.append(("no tick lost", not lost, lost_detail))
 
-    # 3. Launches of the surviving regions within LATENCY_LIMIT_S, per executor region.
+    # 3. Launches of the surviving regions within LATENCY_LIMIT_S, per executor region. When
+    # the primary's region is lost, nothing can be claimed or recorded until Patroni promotes
+    # the standby (its leader key must expire first: Patroni's ttl, 20 s at least), so for
+    # drill 3 a tick due while PostgreSQL took no writes counts from the first write after.
+    def due(tick):
+        if kind != "kill-primary":
+            return tick
+        for start, end in blocked:
+            if start - LATENCY_LIMIT_S <= tick <= end:
+                return max(tick, end)
+        return tick
+
     delays = {}
     affected_delays = {}
     # Where the time went: tick -> stored in the stream (kairos's side), stored -> received
@@ -554,7 +565,7 @@ def evaluate(
         home = home_of[sid]
         hit = (home in affected) if home else none_affected
         label = rec["at"] if home else f"{rec['at']} (no region)"
-        delay = rec["received_at"] - rec["tick"]
+        delay = rec["received_at"] - due(rec["tick"])
         side = hit or rec["at"] in affected
         (affected_delays if side else delays).setdefault(label, []).append(delay)
         if rec.get("stored_at") is not None:
@@ -562,7 +573,8 @@ def evaluate(
     slow = {label: max(v) for label, v in delays.items() if max(v) > LATENCY_LIMIT_S}
     checks.append(
         (
-            f"surviving launches <= {LATENCY_LIMIT_S:g} s",
+            f"surviving launches <= {LATENCY_LIMIT_S:g} s"
+            + (" (of writes resuming)" if kind == "kill-primary" else ""),
             bool(delays) and not slow,
             "; ".join(
                 f"{label}: {len([d for d in delays[label] if d > LATENCY_LIMIT_S])} late"

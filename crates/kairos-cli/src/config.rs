@@ -29,6 +29,10 @@ use serde::{Deserialize, Deserializer};
 /// Longest pre-staging lead, ms: the claim transaction stays open while it waits, well
 /// inside the session's 30 s idle-in-transaction timeout (with the launch timeout).
 const MAX_PRESTAGE_MS: u64 = 10_000;
+/// `scheduler.claim_idle_timeout_ms` is at least `prestage_ms` plus this.
+const MIN_CLAIM_IDLE_MARGIN_MS: u64 = 1_000;
+/// Largest `scheduler.claim_idle_timeout_ms`: the sessions' own idle-in-transaction timeout.
+const MAX_CLAIM_IDLE_TIMEOUT_MS: u64 = 30_000;
 /// Most status batches one instance writes at once.
 const MAX_STATUS_BATCHES: u32 = 16;
 
@@ -180,6 +184,9 @@ pub struct SchedulerConfig {
     pub max_republish: u32,
     /// How far ahead of `fire_at` the dispatcher claims and prepares a run, ms (0: off).
     pub prestage_ms: u64,
+    /// How long PostgreSQL keeps a dispatch round's claimed runs locked once its instance
+    /// stops talking (cut off, frozen), ms: more than `prestage_ms`.
+    pub claim_idle_timeout_ms: u64,
     /// Dispatch rounds one instance holds at once (each a transaction and a connection).
     pub dispatch_lanes: u32,
     /// Status batches one instance writes at once, each on its own runs (each a
@@ -518,6 +525,19 @@ impl Config {
             return Err(invalid(
                 "scheduler.prestage_ms",
                 "must be <= 10000 (the claim transaction stays open while it waits)",
+            ));
+        }
+        let least_idle = scheduler.prestage_ms + MIN_CLAIM_IDLE_MARGIN_MS;
+        if scheduler.claim_idle_timeout_ms < least_idle
+            || scheduler.claim_idle_timeout_ms > MAX_CLAIM_IDLE_TIMEOUT_MS
+        {
+            return Err(invalid(
+                "scheduler.claim_idle_timeout_ms",
+                format_args!(
+                    "must be between prestage_ms + {MIN_CLAIM_IDLE_MARGIN_MS} ({least_idle}) \
+                     and {MAX_CLAIM_IDLE_TIMEOUT_MS}: a round waits up to prestage_ms idle \
+                     in its transaction for its tick"
+                ),
             ));
         }
         let batches = scheduler.status_batches;

@@ -27,6 +27,7 @@ fn dispatcher_config(config: &Config) -> DispatcherConfig {
         Duration::from_secs(scheduler.launch_deadline_s),
     );
     dispatcher.prestage = Duration::from_millis(scheduler.prestage_ms);
+    dispatcher.claim_idle_timeout = Duration::from_millis(scheduler.claim_idle_timeout_ms);
     dispatcher.lanes = scheduler.dispatch_lanes as usize;
     dispatcher
 }
@@ -70,7 +71,16 @@ pub async fn run_dispatcher(
     let Some(launcher) = connected(&link, &mut stopped).await else {
         return Ok(());
     };
-    let regions = Regions::new(&config.regions.names, config.regions.fallback_after());
+    let regions = if config.region.is_empty() {
+        Regions::new(&config.regions.names, config.regions.fallback_after())
+    } else {
+        Regions::at_home(
+            &config.regions.names,
+            config.regions.fallback_after(),
+            &config.region,
+            config.regions.others_after(),
+        )
+    };
     let watching = tokio::spawn(
         regions
             .clone()

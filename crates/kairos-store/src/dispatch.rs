@@ -9,6 +9,7 @@
 //! back and the runs are `PENDING` again.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kairos_core::{FailurePolicy, OverlapPolicy, RunSource, RunStatus};
@@ -277,19 +278,34 @@ fn claim_sql(selection: &str) -> String {
     )
 }
 
+/// Which due runs a claim takes beyond their order: [`claim`]'s filter.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimScope {
+    /// Regions whose launch stream is not ready: runs whose launch was recorded for one of
+    /// them are left alone (they wait for it).
+    pub unavailable: Vec<String>,
+    /// The claiming instance's region. With one, runs of another region (their recorded
+    /// launch region, else their schedule's) are claimed only once they are `others_after`
+    /// past due: each region's runs are claimed by its own instances, and a claim cut off
+    /// with its region holds its own region's runs and those without a region, never
+    /// another region's. `None`: every due run.
+    pub region: Option<String>,
+    /// How long past due a run of another region waits for its own region's instances.
+    pub others_after: Duration,
+}
+
 /// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
 /// `fire_at <= due_by`), highest priority first, then oldest `fire_at`, skipping runs another
-/// transaction holds, and runs whose launch region is one of `unavailable` (their launch
-/// stream cannot take them now; they wait for it). `due_by` is `now` plus the dispatcher's
-/// pre-staging lead: a run due
-/// within the lead is claimed and prepared before its time, and published at it. `now`
-/// decides whether a run is past its launch deadline.
+/// transaction holds and those `scope` leaves to others. `due_by` is `now` plus the
+/// dispatcher's pre-staging lead: a run due within the lead is claimed and prepared before
+/// its time, and published at it. `now` decides whether a run is past its launch deadline.
 ///
 /// The order is the partial index `schedule_runs_claim` read from its start, so a claim
 /// costs O(`limit`) however many runs are due (the priority is on the run row, so no schedule
 /// is joined to order by it, which would make every claim sort every due run), plus the runs
 /// other rounds hold ahead of them: those are skipped before any schedule is read
-/// (`claim_sql`).
+/// (`claim_sql`). A claim in a region reads the schedule of each run not yet past
+/// `others_after` to learn its region.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
@@ -299,27 +315,53 @@ pub async fn claim(
     due_by: DateTime<Utc>,
     launch_deadline_s: f64,
     limit: i64,
-    unavailable: &[String],
+    scope: &ClaimScope,
 ) -> Result<Vec<Claimed>> {
     // Invariant "the database clock decides": `now` is the database's clock (read by the
     // caller in this transaction). `for update of r skip locked`: another dispatcher's batch
     // is skipped, never waited for, and the locks die with this transaction (invariant
     // "claims die with their holder").
+    let in_region = if scope.region.is_some() {
+        // A run without any region coalesces to this instance's own.
+        "and (r.fire_at <= $1 - make_interval(secs => $7) \
+           or coalesce(r.launch_region, (select s.region from schedules s \
+             where s.schedule_id = r.schedule_id), $6) = $6) "
+    } else {
+        ""
+    };
     let sql = claim_sql(&format!(
         "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
            and (r.launch_region is null or not (r.launch_region = any ($5::text[]))) \
+           {in_region}\
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
     ));
-    let rows: Vec<ClaimedRow> = sqlx::query_as(&sql)
+    let mut query = sqlx::query_as::<_, ClaimedRow>(&sql)
         .bind(now)
         .bind(launch_deadline_s)
         .bind(limit)
         .bind(due_by)
-        .bind(unavailable)
-        .fetch_all(&mut *tx)
-        .await?;
+        .bind(&scope.unavailable);
+    if let Some(region) = &scope.region {
+        query = query.bind(region).bind(scope.others_after.as_secs_f64());
+    }
+    let rows = query.fetch_all(&mut *tx).await?;
     Ok(rows.into_iter().map(Claimed::from).collect())
+}
+
+/// Bounds how long PostgreSQL keeps this transaction's locks once its client stops talking
+/// (cut off, frozen, killed without closing its connection): the session ends after `idle`
+/// idle in the transaction, which rolls back and frees its claimed runs for other
+/// instances. For the rest of this transaction only.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the statement fails.
+pub async fn bound_idle(tx: &mut PgConnection, idle: Duration) -> Result<()> {
+    sqlx::query("select set_config('idle_in_transaction_session_timeout', $1, true)")
+        .bind(format!("{}ms", idle.as_millis().max(1)))
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }
 
 /// Locks one `PENDING` run by key, whatever its `fire_at` (the run launcher publishes at

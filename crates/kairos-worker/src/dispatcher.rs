@@ -72,13 +72,17 @@ pub struct DispatcherConfig {
     pub tick: Duration,
     /// A run unpublished this long after it became due fails (`scheduler.launch_deadline_s`).
     pub launch_deadline: Duration,
-    /// Longest wait for a batch's acknowledgements inside the claim transaction; must stay
-    /// well inside the session's idle-in-transaction timeout (30 s).
+    /// Longest wait for a wave's acknowledgements (after its commit).
     pub launch_timeout: Duration,
     /// How far ahead of `fire_at` a round may claim a run (`scheduler.prestage_ms`): the
     /// claim, the DAG and the message are ready before the tick, and the publish waits for
     /// `fire_at` on the database's clock. Zero: claim only runs already due.
     pub prestage: Duration,
+    /// How long PostgreSQL keeps a round's claimed runs locked once its dispatcher stops
+    /// talking (`scheduler.claim_idle_timeout_ms`): the round's session ends after this long
+    /// idle in its transaction, and other instances claim the runs. More than `prestage`,
+    /// which a round waits idle for its tick.
+    pub claim_idle_timeout: Duration,
     /// Rounds one instance holds at once (`scheduler.dispatch_lanes`), each its own
     /// transaction on its own batch: a burst of several batches is claimed ahead, and one
     /// batch's publish overlaps another's record. The last free lane of several claims only
@@ -90,7 +94,7 @@ pub struct DispatcherConfig {
 
 impl DispatcherConfig {
     /// A config with the given batch, tick and deadline; 10 s launch timeout, no
-    /// pre-staging, one lane, the system clock.
+    /// pre-staging, claimed runs held 30 s by a silent round, one lane, the system clock.
     pub fn new(batch_size: i64, tick: Duration, launch_deadline: Duration) -> Self {
         DispatcherConfig {
             batch_size,
@@ -98,6 +102,7 @@ impl DispatcherConfig {
             launch_deadline,
             launch_timeout: Duration::from_secs(10),
             prestage: Duration::ZERO,
+            claim_idle_timeout: Duration::from_secs(30),
             lanes: 1,
             instance_clock: chrono::Utc::now,
         }

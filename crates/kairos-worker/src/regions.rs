@@ -12,6 +12,11 @@
 //!   claim leaves runs pinned to a region that is not ready alone);
 //! - a run of a schedule without a region launches as it always has.
 //!
+//! Claims stay in their region ([`Regions::claim_scope`]): an instance that knows its own region
+//! claims that region's runs and those without a region, and another region's only once
+//! they are past due by `others_after` (its own instances are gone, or behind). A dispatcher
+//! cut off with its region then holds no other region's runs.
+//!
 //! The region chosen is recorded with the launch in the transaction that commits it, before
 //! anything is published, so every publish of a run goes to one region whichever instance
 //! makes it. Instances judge readiness each on their own; a run is routed by whichever
@@ -22,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kairos_launcher::RunLauncher;
-use kairos_store::dispatch::Claimed;
+use kairos_store::dispatch::{ClaimScope, Claimed};
 
 /// Where one claimed run goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +58,8 @@ struct Health {
 pub struct Regions {
     fallback_after: Duration,
     health: Mutex<HashMap<String, Health>>,
+    /// This instance's region and how long past due another region's runs wait for theirs.
+    home: Option<(String, Duration)>,
 }
 
 impl Regions {
@@ -77,7 +84,35 @@ impl Regions {
         Arc::new(Regions {
             fallback_after,
             health: Mutex::new(health),
+            home: None,
         })
+    }
+
+    /// [`Regions::new`] for an instance in region `home`: it claims the runs of another
+    /// region only once they are `others_after` past due.
+    pub fn at_home(
+        names: &[String],
+        fallback_after: Duration,
+        home: &str,
+        others_after: Duration,
+    ) -> Arc<Regions> {
+        let mut regions = Arc::into_inner(Regions::new(names, fallback_after))
+            .expect("a new Regions has one owner");
+        regions.home = Some((home.to_string(), others_after));
+        Arc::new(regions)
+    }
+
+    /// What this instance's claims take: not the runs recorded for a region that is not
+    /// ready, and in a region, other regions' runs only once `others_after` past due.
+    pub fn claim_scope(&self) -> ClaimScope {
+        ClaimScope {
+            unavailable: self.unavailable(),
+            region: self.home.as_ref().map(|(home, _)| home.clone()),
+            others_after: self
+                .home
+                .as_ref()
+                .map_or(Duration::ZERO, |(_, after)| *after),
+        }
     }
 
     /// Every configured region, sorted.

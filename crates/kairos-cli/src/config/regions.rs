@@ -42,6 +42,13 @@ impl RegionsConfig {
         Duration::from_millis(self.probe_ms)
     }
 
+    /// How long past due another region's runs wait for their own region's instances before
+    /// this instance claims them: a probe interval and a probe's timeout, so that by then a
+    /// lost region's stream has been found not ready, and half a second more.
+    pub fn others_after(&self) -> Duration {
+        self.probe_every() + kairos_launcher::regions::PROBE_TIMEOUT + Duration::from_millis(500)
+    }
+
     /// Checks the names and timings, and that this instance's `region` is one of them.
     pub(super) fn validate(&self, region: &str) -> Result<(), Box<figment::Error>> {
         for (index, name) in self.names.iter().enumerate() {

@@ -327,6 +327,14 @@ fn rule_errors_name_their_key() {
             "scheduler.prestage_ms",
         ),
         (
+            "[scheduler]\nprestage_ms = 5000\nclaim_idle_timeout_ms = 5500\n",
+            "scheduler.claim_idle_timeout_ms",
+        ),
+        (
+            "[scheduler]\nclaim_idle_timeout_ms = 30001\n",
+            "scheduler.claim_idle_timeout_ms",
+        ),
+        (
             "[scheduler]\ndispatch_lanes = 0\n",
             "scheduler.dispatch_lanes",
         ),

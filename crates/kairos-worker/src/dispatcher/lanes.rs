@@ -264,14 +264,15 @@ impl<L: RunLauncher> Dispatcher<L> {
     ) -> Result<(DateTime<Utc>, Option<Held>)> {
         let started = BatchTimer::start();
         let mut tx = Tx::begin(&self.pool).await?;
+        dispatch::bound_idle(&mut tx, self.config.claim_idle_timeout).await?;
         let now = kairos_store::now(&mut *tx, None).await?;
         let clock = DbClock::measured(self.config.instance_clock, now);
         let due_by = now + TimeDelta::from_std(lead).unwrap_or_default();
         let deadline = self.config.launch_deadline.as_secs_f64();
         let limit = self.config.batch_size;
         let seen = dispatch::write_snapshot(&mut tx).await?;
-        let unavailable = self.regions.unavailable();
-        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit, &unavailable).await?;
+        let scope = self.regions.claim_scope();
+        let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit, &scope).await?;
         if claimed.is_empty() {
             return Ok((due_by, None));
         }

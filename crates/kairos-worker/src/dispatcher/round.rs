@@ -227,6 +227,7 @@ impl<L: RunLauncher> Dispatcher<L> {
         if waiting.is_empty() && after.is_empty() {
             return Ok(tx);
         }
+        dispatch::bound_idle(&mut tx, self.config.claim_idle_timeout).await?;
         let mut all: Vec<Claimed> = waiting.clone();
         all.extend(after.iter().map(|(run, _)| run.clone()));
         let still = dispatch::relock(&mut tx, &all).await?;
