@@ -116,3 +116,25 @@ fn a_region_ready_again_takes_new_runs_home() {
     assert_eq!(back.region.as_deref(), Some("eu"));
     assert!(regions.unavailable().is_empty());
 }
+
+#[test]
+fn an_instance_at_home_claims_in_its_region_and_leaves_unready_ones_alone() {
+    let names: Vec<String> = ["eu", "us", "ap"].iter().map(|r| r.to_string()).collect();
+    let at_home = Regions::at_home(
+        &names,
+        Duration::from_secs(10),
+        "us",
+        Duration::from_millis(3500),
+    );
+    at_home.observe("ap", false, Instant::now());
+    assert_eq!(
+        at_home.claim_scope(),
+        ClaimScope {
+            unavailable: vec!["ap".to_string()],
+            region: Some("us".to_string()),
+            others_after: Duration::from_millis(3500),
+        }
+    );
+    let (anywhere, _) = regions();
+    assert_eq!(anywhere.claim_scope(), ClaimScope::default());
+}
