@@ -38,6 +38,9 @@ WORKFLOW = "regions-drill"
 PSQL = os.path.join(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"), "psql")
 # Launches of surviving regions must reach an executor this soon after their tick.
 LATENCY_LIMIT_S = 5.0
+# What a fallback launch may take beyond fallback_after_s: a probe interval and a probe's
+# timeout to see the home unready (3 s), and 2 s to claim and publish.
+FALLBACK_SLACK_S = 5.0
 # Before the outage: ticks of this long before it are in the window too.
 PRE_S = 10
 # After the return: ticks up to this long after it are in the window.
@@ -554,6 +557,8 @@ def evaluate(
         return tick
 
     delays = {}
+    # The surviving regions' delays the check judges (from `due`, not the tick).
+    judged = {}
     affected_delays = {}
     # Where the time went: tick -> stored in the stream (kairos's side), stored -> received
     # (the executor's side).
@@ -565,22 +570,24 @@ def evaluate(
         home = home_of[sid]
         hit = (home in affected) if home else none_affected
         label = rec["at"] if home else f"{rec['at']} (no region)"
-        delay = rec["received_at"] - due(rec["tick"])
+        delay = rec["received_at"] - rec["tick"]
         side = hit or rec["at"] in affected
         (affected_delays if side else delays).setdefault(label, []).append(delay)
+        if not side:
+            judged.setdefault(label, []).append(rec["received_at"] - due(rec["tick"]))
         if rec.get("stored_at") is not None:
             stored.setdefault((label, side), []).append(rec["stored_at"] - rec["tick"])
-    slow = {label: max(v) for label, v in delays.items() if max(v) > LATENCY_LIMIT_S}
+    slow = {label: max(v) for label, v in judged.items() if max(v) > LATENCY_LIMIT_S}
     checks.append(
         (
             f"surviving launches <= {LATENCY_LIMIT_S:g} s"
             + (" (of writes resuming)" if kind == "kill-primary" else ""),
-            bool(delays) and not slow,
+            bool(judged) and not slow,
             "; ".join(
-                f"{label}: {len([d for d in delays[label] if d > LATENCY_LIMIT_S])} late"
+                f"{label}: {len([d for d in judged[label] if d > LATENCY_LIMIT_S])} late"
                 for label in sorted(slow)
             )
-            or ("every launch in time" if delays else "no launches of surviving regions"),
+            or ("every launch in time" if judged else "no launches of surviving regions"),
         )
     )
 
@@ -611,12 +618,33 @@ def evaluate(
             kinds["elsewhere"] += 1
     bad = kinds["elsewhere"]
     moved = kinds["fallback"] + kinds["home, late after the return"]
+    # How late the fallback launches were: a run waits while its home is unready, at most
+    # one probe interval and a probe's timeout (3 s) to be seen unready, then
+    # fallback_after_s until the home is away.
+    fallback_delays = [
+        got[0]["received_at"] - due(got[0]["tick"])
+        for got in by_key.values()
+        if home_of.get(got[0]["schedule_id"]) in affected
+        and got[0].get("region") == fallback_of.get(got[0]["schedule_id"])
+        and got[0]["at"] == got[0].get("region")
+    ]
     checks.append(
         (
             f"{target}'s runs: fallback or late at home",
             bad == 0 and moved > 0,
             ", ".join(f"{n} {label}" for label, n in kinds.items() if n)
             + ("" if moved else "; none moved or waited: was the region lost at all?"),
+        )
+    )
+
+    fallback_limit = the_bed.fallback_after_s + FALLBACK_SLACK_S
+    slowest = max(fallback_delays, default=0.0)
+    checks.append(
+        (
+            f"fallback launches <= {fallback_limit:g} s",
+            slowest <= fallback_limit,
+            f"{len(fallback_delays)} in their fallback, the latest {slowest:.1f} s after its tick "
+            f"(fallback_after_s {the_bed.fallback_after_s} + {FALLBACK_SLACK_S:g} s to see the loss)",
         )
     )
 
