@@ -49,18 +49,22 @@ impl NatsLauncher {
         }
     }
 
-    /// Creates or updates the launch stream of every configured region. A region whose
-    /// cluster does not answer is logged and left: it is not ready, and its runs wait or
-    /// go to their fallback until it answers.
+    /// Creates or updates the launch stream of every configured region, all at once: a
+    /// region that does not answer costs the start one wait, however many there are. A
+    /// region whose cluster does not answer is logged and left: it is not ready, and its
+    /// runs wait or go to their fallback until it answers.
     ///
     /// # Errors
     /// [`crate::Error::StreamTaken`] when a region's stream exists with other subjects
     /// (a misconfiguration, never a passing outage).
     pub(crate) async fn ensure_region_streams(&self) -> Result<()> {
-        for region in &self.config().regions {
+        let creates = self.config().regions.iter().map(|region| async move {
             let config = self.region_stream_config(region);
             let create = tokio::time::timeout(PROBE_TIMEOUT * 5, self.create_or_update(config));
-            match create.await {
+            (region, create.await)
+        });
+        for (region, created) in futures::future::join_all(creates).await {
+            match created {
                 Ok(Ok(_)) => {}
                 Ok(Err(err)) if err.is_misconfiguration() => return Err(err),
                 Ok(Err(err)) => {
