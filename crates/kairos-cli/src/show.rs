@@ -164,12 +164,13 @@ pub fn runs_table(body: &Value) -> String {
 }
 
 /// The columns of [`schedules_table`].
-const SCHEDULE_COLUMNS: [(&str, &str); 7] = [
+const SCHEDULE_COLUMNS: [(&str, &str); 8] = [
     ("SCHEDULE_ID", "schedule_id"),
     ("WORKFLOW", "workflow_id"),
     ("VERSION", "version"),
     ("SPEC", "cron_expr"),
     ("TIMEZONE", "timezone"),
+    ("REGION", "region"),
     ("PAUSED", "paused"),
     ("NEXT_RUN_AT", "next_run_at"),
 ];
@@ -394,6 +395,21 @@ mod tests {
              schedules[0].revision     1\n\
              schedules[0].schedule_id  a"
         );
+    }
+
+    #[test]
+    fn schedules_table_shows_each_schedules_region_or_a_dash() {
+        let body = json!({"schedules": [
+            {"schedule_id": "s1", "workflow_id": "wf", "version": 1, "cron_expr": "* * * * *",
+             "timezone": "UTC", "region": "eu", "paused": false, "next_run_at": null},
+            {"schedule_id": "s2", "workflow_id": "wf", "version": 1, "cron_expr": "* * * * *",
+             "timezone": "UTC", "region": null, "paused": false, "next_run_at": null},
+        ]});
+        let text = schedules_table(&body);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines[0].find("REGION").expect("a REGION column");
+        assert!(lines[1][at..].starts_with("eu "), "{text}");
+        assert!(lines[2][at..].starts_with("- "), "{text}");
     }
 
     #[test]
