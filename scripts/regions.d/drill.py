@@ -17,6 +17,7 @@ executors' records (REGIONS_DIR/records/*.jsonl) and schedule_runs. Prints one t
 """
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -446,44 +447,68 @@ def run_drill(the_bed, number, kind, seconds, asked_region, schedules, rtt):
     )
     return evaluate(
         the_bed,
-        number,
-        what,
-        target,
-        kind,
-        rtt,
-        schedules,
-        recs,
-        runs,
-        t0,
-        t1,
-        back,
-        window_start,
-        window_end,
-        none_region,
-        first,
-        probe.blocked(),
+        Drilled(
+            number=number,
+            what=what,
+            target=target,
+            kind=kind,
+            rtt=rtt,
+            schedules=schedules,
+            recs=recs,
+            runs=runs,
+            t0=t0,
+            t1=t1,
+            back=back,
+            window_start=window_start,
+            window_end=window_end,
+            none_region=none_region,
+            first=first,
+            blocked=probe.blocked(),
+        ),
     )
 
 
-def evaluate(
-    the_bed,
-    number,
-    what,
-    target,
-    kind,
-    rtt,
-    schedules,
-    recs,
-    runs,
-    t0,
-    t1,
-    back,
-    window_start,
-    window_end,
-    none_region,
-    first,
-    blocked,
-):
+@dataclasses.dataclass
+class Drilled:
+    """What one drill did and saw, for `evaluate`."""
+
+    number: object
+    what: str
+    target: str
+    kind: str
+    rtt: int
+    # (schedule id, home region or None, fallback region or None)
+    schedules: list
+    # The executors' records of the drill's window.
+    recs: list
+    # (key, status, launch region) of the window's runs in schedule_runs.
+    runs: list
+    # When the outage began, when its end was asked for, and when the region was back.
+    t0: float
+    t1: float
+    back: float
+    # The ticks counted: whole seconds from window_start to window_end.
+    window_start: int
+    window_end: int
+    # Where KAIROS_LAUNCH lives, and the bed's global region.
+    none_region: str
+    first: str
+    # Stretches in which PostgreSQL took no writes.
+    blocked: list
+
+
+def evaluate(the_bed, drilled):
+    number, what, target, kind, rtt = (
+        drilled.number,
+        drilled.what,
+        drilled.target,
+        drilled.kind,
+        drilled.rtt,
+    )
+    schedules, recs, runs, blocked = drilled.schedules, drilled.recs, drilled.runs, drilled.blocked
+    t0, t1, back = drilled.t0, drilled.t1, drilled.back
+    window_start, window_end = drilled.window_start, drilled.window_end
+    none_region, first = drilled.none_region, drilled.first
     home_of = {sid: home for sid, home, _ in schedules}
     fallback_of = {sid: fallback for sid, _, fallback in schedules}
     by_key = {}

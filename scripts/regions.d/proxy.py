@@ -32,6 +32,8 @@ import socket
 import sys
 import urllib.request
 
+from state_files import read_json, write_json
+
 POLL_S = 0.1
 LEADER_POLL_S = 0.5
 CHUNK = 65536
@@ -93,19 +95,6 @@ class State:
         self.connections[key] = self.connections.get(key, 0) + by
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def write_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f)
-    os.replace(tmp, path)
 
 
 def gateway_of(first_line):
