@@ -71,21 +71,7 @@ impl Regions {
     /// The regions `names`, each ready until a probe says otherwise; a region not ready for
     /// `fallback_after` is away and its runs go to their fallback regions.
     pub fn new(names: &[String], fallback_after: Duration) -> Arc<Regions> {
-        let health = names
-            .iter()
-            .map(|name| {
-                let health = Health {
-                    ready: true,
-                    down_since: None,
-                };
-                (name.clone(), health)
-            })
-            .collect();
-        Arc::new(Regions {
-            fallback_after,
-            health: Mutex::new(health),
-            home: None,
-        })
+        Arc::new(Regions::watching(names, fallback_after, None))
     }
 
     /// [`Regions::new`] for an instance in region `home`: it claims the runs of another
@@ -96,10 +82,30 @@ impl Regions {
         home: &str,
         others_after: Duration,
     ) -> Arc<Regions> {
-        let mut regions = Arc::into_inner(Regions::new(names, fallback_after))
-            .expect("a new Regions has one owner");
-        regions.home = Some((home.to_string(), others_after));
-        Arc::new(regions)
+        let home = Some((home.to_string(), others_after));
+        Arc::new(Regions::watching(names, fallback_after, home))
+    }
+
+    fn watching(
+        names: &[String],
+        fallback_after: Duration,
+        home: Option<(String, Duration)>,
+    ) -> Regions {
+        let health = names
+            .iter()
+            .map(|name| {
+                let health = Health {
+                    ready: true,
+                    down_since: None,
+                };
+                (name.clone(), health)
+            })
+            .collect();
+        Regions {
+            fallback_after,
+            health: Mutex::new(health),
+            home,
+        }
     }
 
     /// What this instance's claims take: not the runs recorded for a region that is not
