@@ -153,6 +153,11 @@ pub async fn now(db: impl PgExecutor<'_>, pinned: Option<DateTime<Utc>>) -> Resu
 /// hash of every due run, whose cost grows with the burst, instead of one primary-key probe
 /// per outcome, whose cost does not.
 ///
+/// And they run without JIT compilation (`jit = off`). kairos's statements touch a batch of
+/// at most a few thousand runs through arrays, whose estimated cost (and that of the
+/// statements its triggers run) passes the server's `jit_above_cost`; compiling them then
+/// costs far more CPU than it saves, on every execution, and most of all in a burst.
+///
 /// # Errors
 /// [`Error::Database`] when the server cannot be reached within 10 s or refuses.
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
@@ -186,7 +191,7 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
             Box::pin(async move {
                 conn.execute(
                     "set statement_timeout = '60s'; set idle_in_transaction_session_timeout = '30s'; \
-                     set random_page_cost = 1.1",
+                     set random_page_cost = 1.1; set jit = off",
                 )
                 .await?;
                 Ok(())

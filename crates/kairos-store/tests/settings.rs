@@ -29,3 +29,21 @@ async fn autovacuum_off_is_named_with_the_value_kairos_needs() {
         assert!(a.why.contains("schedule_runs"), "{a:?}");
     }
 }
+
+#[tokio::test]
+async fn every_kairos_session_plans_for_its_batches_whatever_the_server_defaults() {
+    let db = TestDb::new().await;
+    let pool = kairos_store::connect(&db.url(), 2).await.expect("connect");
+    let settings: (String, String, String, String) = sqlx::query_as(
+        "select current_setting('jit'), current_setting('random_page_cost'), \
+                current_setting('statement_timeout'), \
+                current_setting('idle_in_transaction_session_timeout')",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("settings");
+    assert_eq!(
+        settings,
+        ("off".into(), "1.1".into(), "1min".into(), "30s".into())
+    );
+}
