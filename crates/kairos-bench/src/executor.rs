@@ -4,6 +4,11 @@
 //! `FAILED`, which the schedule retries once). Every publish is a JetStream publish whose
 //! acknowledgement is awaited per chunk, so the executor never runs ahead of the stream. It
 //! notes when it received each launch and when it sent each run's last report.
+//!
+//! Receiving and reporting are two tasks joined by a queue, as a fleet of executors takes
+//! launches while its runs report: a launch counts as received when its message reaches
+//! the executor, not when the executor's reports of earlier runs are acknowledged, so the
+//! received time measures kairos and the broker rather than this one process's publishing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +26,8 @@ use crate::Args;
 
 /// The status subject prefix of `kairos serve`'s default config.
 const STATUS_PREFIX: &str = "kairos.status";
+/// Launch messages asked for in one pull request.
+const PULL_BATCH: usize = 5_000;
 /// Launch messages handled at once (their reports are published, then their acks awaited).
 const CHUNK: usize = 1_000;
 /// Chunks of launch messages handled side by side.
@@ -61,40 +68,48 @@ impl Executor {
             heartbeats: args.heartbeats,
             fail_per_mille: (args.fail_share * 1000.0).round() as u64,
         };
-        let task = tokio::spawn(async move {
+        let (queue, queued) = futures::channel::mpsc::unbounded::<Received>();
+        let receiving = async move {
             loop {
+                // A pull error (a missed heartbeat under load) ends one pull, not the run.
                 let pulled = consumer
                     .stream()
-                    .max_messages_per_batch(CHUNK)
+                    .max_messages_per_batch(PULL_BATCH)
                     .heartbeat(Duration::from_secs(2))
                     .expires(Duration::from_secs(5))
                     .messages()
                     .await;
-                let Ok(messages) = pulled else {
+                let Ok(mut messages) = pulled else {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
-                // Chunks side by side: one chunk's acknowledgements are awaited while the
-                // next is published, so the executor is not paced by a round trip per chunk.
-                messages
-                    .ready_chunks(CHUNK)
-                    .for_each_concurrent(CHUNKS_AT_ONCE, |chunk| {
-                        let (js, sink) = (&js, &sink);
-                        async move {
-                            let launches: Vec<Received> = chunk
-                                .into_iter()
-                                .filter_map(|message| message.ok())
-                                .filter_map(|message| Received::parse(&message))
-                                .collect();
-                            let reported = plan.report(js, launches).await;
-                            let mut done = sink.lock().expect("not poisoned");
-                            for run in reported {
-                                done.insert((run.received.key.clone(), run.received.attempt), run);
-                            }
-                        }
-                    })
-                    .await;
+                while let Some(message) = messages.next().await {
+                    let Some(launch) = message.ok().as_ref().and_then(Received::parse) else {
+                        continue;
+                    };
+                    if queue.unbounded_send(launch).is_err() {
+                        return;
+                    }
+                }
             }
+        };
+        // Chunks side by side: one chunk's acknowledgements are awaited while the next is
+        // published, so the reports are not paced by a round trip per chunk.
+        let reporting =
+            queued
+                .ready_chunks(CHUNK)
+                .for_each_concurrent(CHUNKS_AT_ONCE, move |launches| {
+                    let (js, sink) = (js.clone(), sink.clone());
+                    async move {
+                        let reported = plan.report(&js, launches).await;
+                        let mut done = sink.lock().expect("not poisoned");
+                        for run in reported {
+                            done.insert((run.received.key.clone(), run.received.attempt), run);
+                        }
+                    }
+                });
+        let task = tokio::spawn(async move {
+            futures::join!(receiving, reporting);
         });
         Ok(Executor { done, task })
     }

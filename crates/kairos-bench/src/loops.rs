@@ -49,6 +49,9 @@ pub struct LoopFigures {
     pub backlog: u64,
     /// Cores each process group used from the tick until measured.
     pub cores: Option<Cores>,
+    /// Cores each process group used in the [`AHEAD_S`] seconds before the tick: the
+    /// claims and the launches recorded ahead of it (`scheduler.prestage_ms`, at most 10 s).
+    pub cores_ahead: Option<Cores>,
     /// Applied − sent by when the executor received the launch.
     pub by_received: Vec<received::Bucket>,
 }
@@ -162,6 +165,7 @@ pub async fn measure(
         per_s,
         backlog,
         cores: None,
+        cores_ahead: None,
         by_received: received::buckets(&samples),
     })
 }
@@ -240,7 +244,12 @@ pub fn print_batches(batches: Batches) {
     }
 }
 
-/// Prints where the machine's cores went in each mark, beside how many it has.
+/// Seconds before each tick whose CPU is counted apart: at least the longest
+/// `scheduler.prestage_ms`, so a mark's work done ahead of its tick is counted too.
+pub const AHEAD_S: i64 = 10;
+
+/// Prints where the machine's cores went in each mark, beside how many it has: from the
+/// tick, and with the [`AHEAD_S`] seconds before it.
 fn print_cores(marks: &[(&str, &LoopFigures)]) {
     let machine = crate::machine::cores();
     for (label, l) in marks {
@@ -250,14 +259,23 @@ fn print_cores(marks: &[(&str, &LoopFigures)]) {
             .iter()
             .map(|(group, used)| format!("{group} {used:.2}"))
             .collect();
+        let from_tick = cores.total() * cores.over_s;
         println!(
             "{label} cores used from the tick until measured ({:.1} s): {}; all {:.2} of \
-             the machine's {machine} ({:.1} core-s)",
+             the machine's {machine} ({from_tick:.1} core-s)",
             cores.over_s,
             groups.join(", "),
             cores.total(),
-            cores.total() * cores.over_s
         );
+        if let Some(ahead) = &l.cores_ahead {
+            let before = ahead.total() * ahead.over_s;
+            println!(
+                "{label} with the {:.1} s before the tick (its claims and launches recorded \
+                 ahead, and whatever else ran then): {before:.1} + {from_tick:.1} = {:.1} core-s",
+                ahead.over_s,
+                before + from_tick
+            );
+        }
     }
 }
 

@@ -79,12 +79,19 @@ pub async fn await_marks(
     for (from, to, expected) in windows {
         eprintln!("bench: waiting for ticks {from} … {to}");
         let give_up = to + TimeDelta::seconds(120);
-        let at_tick = match executor {
+        let (ahead, at_tick) = match executor {
             Some(_) => {
+                let ahead_from = from - TimeDelta::seconds(crate::loops::AHEAD_S);
+                // Counted only when the whole span is still ahead (not for a first mark the
+                // run reaches late), and not for a spread minute, whose span before it is
+                // the last minute's steady work.
+                let count_ahead = !args.spread() && Utc::now() < ahead_from;
+                sleep_until(ahead_from).await;
+                let ahead = count_ahead.then(|| CpuSample::take(&fleet.instance_pids()));
                 sleep_until(from).await;
-                Some(CpuSample::take(&fleet.instance_pids()))
+                (ahead, Some(CpuSample::take(&fleet.instance_pids())))
             }
-            None => None,
+            None => (None, None),
         };
         sleep_until(to + TimeDelta::milliseconds(250)).await;
         loop {
@@ -111,6 +118,9 @@ pub async fn await_marks(
             };
             let window = crate::loops::Window { from, to };
             let mut figures = crate::loops::measure(scratch, executor, window, deadline).await?;
+            figures.cores_ahead = ahead
+                .zip(at_tick.as_ref())
+                .map(|(ahead, tick)| tick.since(&ahead));
             figures.cores =
                 at_tick.map(|tick| CpuSample::take(&fleet.instance_pids()).since(&tick));
             mark.loop_figures = Some(figures);
