@@ -229,9 +229,14 @@ async fn stream_checks(
     let run_twice = more_than_once(&sequences_by_key);
     findings.executed_twice = run_twice.len() as i64;
     findings.doubled += findings.note_all("tick run twice by the executor", run_twice);
+    // Up to the window's end only: a run after it may have been committed and not yet
+    // published when the fleet was killed for this check, and its publish is then the
+    // sweeper's (an unacknowledged wave), which that kill stopped too.
     let published: Vec<String> = sqlx::query_scalar(
-        "select idempotency_key from schedule_runs where published_at is not null",
+        "select idempotency_key from schedule_runs \
+         where published_at is not null and run_at <= $1",
     )
+    .bind(window.to)
     .fetch_all(pool)
     .await?;
     let never: Vec<String> = published
