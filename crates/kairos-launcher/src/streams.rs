@@ -17,7 +17,8 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::stream;
+use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
+use async_nats::jetstream::{stream, ErrorCode};
 
 use crate::{Error, NatsLauncher, Result};
 
@@ -108,8 +109,7 @@ impl NatsLauncher {
         let asked = config.num_replicas;
         self.check_subjects(&config).await?;
         let info = self
-            .jetstream()
-            .create_or_update_stream(config)
+            .create_then_update(config)
             .await
             .map_err(|err| crate::replicas::create_error(&name, asked, err))?;
         if info.config.num_replicas.max(1) != asked.max(1) {
@@ -122,6 +122,21 @@ impl NatsLauncher {
             });
         }
         Ok(info)
+    }
+
+    /// Creates the stream; when one of that name exists with another configuration, updates
+    /// it. Creating a stream that exists with the same configuration changes nothing and
+    /// answers its state, so instances that start together with one configuration send no
+    /// update at all: nats-server 2.9 can fail on simultaneous updates of one stream.
+    async fn create_then_update(
+        &self,
+        config: stream::Config,
+    ) -> std::result::Result<stream::Info, CreateStreamError> {
+        match self.jetstream().create_stream(config.clone()).await {
+            Ok(stream) => Ok(stream.cached_info().clone()),
+            Err(err) if is_name_taken(&err) => self.jetstream().update_stream(config).await,
+            Err(err) => Err(err),
+        }
     }
 
     /// Refuses a stream named like `wanted` that exists with other subjects. A stream that
@@ -151,6 +166,12 @@ impl NatsLauncher {
             wanted: wanted.subjects.clone(),
         })
     }
+}
+
+/// Whether the server refused a stream creation because a stream of that name exists with
+/// another configuration.
+fn is_name_taken(err: &CreateStreamError) -> bool {
+    matches!(err.kind(), CreateStreamErrorKind::JetStream(err) if err.error_code() == ErrorCode::STREAM_NAME_EXIST)
 }
 
 /// The subjects of this deployment's stream of `kind`: `<prefix>.<kind>.>`, except the

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use kairos_launcher::status::{read_stream, Lane, StatusConsumer};
 use kairos_launcher::{
     CancelMessage, DeadLetter, Error, NatsConfig, NatsLauncher, Retention, RunLauncher,
@@ -216,5 +217,45 @@ async fn limits_come_from_config_at_every_start() {
     assert_eq!(
         limits(&info),
         (Duration::from_secs(3 * 24 * 3600), 64 << 20)
+    );
+}
+
+#[tokio::test]
+async fn instances_starting_together_with_one_config_update_no_stream() {
+    let server = NatsServer::start();
+    let config = deployment(server.url(), "KAIROS", "kairos");
+    let first = NatsLauncher::connect(config.clone())
+        .await
+        .expect("connect");
+    let mut updates = first
+        .jetstream()
+        .client()
+        .subscribe("$JS.EVENT.ADVISORY.STREAM.UPDATED.>")
+        .await
+        .expect("subscribe to stream updates");
+    first.jetstream().client().flush().await.expect("flush");
+
+    let starts = (0..3).map(|_| NatsLauncher::connect(config.clone()));
+    for started in futures::future::join_all(starts).await {
+        started.expect("start with the same config");
+    }
+    let update = tokio::time::timeout(Duration::from_millis(500), updates.next()).await;
+    assert!(
+        update.is_err(),
+        "a start with an unchanged config updated stream {:?}",
+        update.ok().flatten().map(|message| message.subject)
+    );
+
+    // A start with another limit does update the stream it changes.
+    let mut changed = config;
+    changed.launch_retention.max_age = Duration::from_secs(3600);
+    NatsLauncher::connect(changed).await.expect("start changed");
+    let update = tokio::time::timeout(Duration::from_secs(5), updates.next())
+        .await
+        .expect("an update advisory for the changed stream")
+        .expect("subscription open");
+    assert_eq!(
+        update.subject.as_str(),
+        "$JS.EVENT.ADVISORY.STREAM.UPDATED.KAIROS_LAUNCH"
     );
 }
