@@ -11,7 +11,7 @@ attempt and shows on the run page and in `kairos runs logs`. While a run works, 
 gets an in-progress ack every third of the consumer's ack wait, so JetStream does not
 redeliver it to run it a second time. Every report echoes the launch message's attempt.
 Status goes over HTTP (POST /runs/{key}/status) with --kairos-url, else on the NATS subject
-<prefix>.status.<idempotency_key>.
+the launch message names (status_subject).
 
 Over HTTP kairos answers STARTED: a 409 (another executor owns the run) or a run that is not
 this attempt in STARTED (it already finished, say) means the run is not executed. Over NATS
@@ -81,15 +81,17 @@ def post(url, token, body):
         raise
 
 
-async def report(args, js, key, body):
-    """Sends one status. Over HTTP returns the run as kairos has it after the report, or None
-    when kairos refused it (409: another executor owns the run, or it takes no report now).
-    Over NATS there is no answer: returns {}."""
+async def report(args, js, launch, body):
+    """Sends one status about the run of `launch`. Over HTTP returns the run as kairos has it
+    after the report, or None when kairos refused it (409: another executor owns the run, or
+    it takes no report now). Over NATS, on the subject the launch names, there is no answer:
+    returns {}."""
+    key = launch["idempotency_key"]
     if args.kairos_url:
         return await asyncio.to_thread(post, f"{args.kairos_url}/runs/{key}/status",
                                        args.token, body)
-    await js.publish(f"{args.subject_prefix}.status.{key}",
-                     json.dumps({**body, "idempotency_key": key}).encode())
+    subject = launch.get("status_subject") or f"{args.subject_prefix}.status.{key}"
+    await js.publish(subject, json.dumps({**body, "idempotency_key": key}).encode())
     return {}
 
 
@@ -181,10 +183,10 @@ async def handle(args, js, launch, cancels):
     if (key, attempt) in cancels.heard:
         log(f"{key} was cancelled before it started; not running it")
         cancels.heard.pop((key, attempt), None)
-        await report(args, js, key, {**body, "status": "CANCELLED"})
+        await report(args, js, launch, {**body, "status": "CANCELLED"})
         return True
     try:
-        answer = await report(args, js, key, {**body, "status": "STARTED"})
+        answer = await report(args, js, launch, {**body, "status": "STARTED"})
     except Exception as err:  # noqa: BLE001 - without STARTED on record we cannot claim it
         log(f"could not report STARTED for {key}: {err}; left for redelivery", error=True)
         return False
@@ -195,7 +197,7 @@ async def handle(args, js, launch, cancels):
         log(f"{key} is {answer.get('status')} at attempt {answer.get('attempt')}; "
             f"not running attempt {attempt}")
         if (answer.get("status"), answer.get("attempt")) == ("CANCELLING", attempt):
-            await report(args, js, key, {**body, "status": "CANCELLED"})
+            await report(args, js, launch, {**body, "status": "CANCELLED"})
         return True
 
     output = []
@@ -205,7 +207,7 @@ async def handle(args, js, launch, cancels):
 
     async def heartbeat():
         beat = {**body, "status": "HEARTBEAT", "output": output_text()}
-        if await report(args, js, key, beat) is None:
+        if await report(args, js, launch, beat) is None:
             log(f"kairos refused a heartbeat for {key} (attempt {attempt})", error=True)
 
     # A lost heartbeat is only logged: if none gets through, kairos times the attempt out,
@@ -235,7 +237,7 @@ async def handle(args, js, launch, cancels):
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating
-    await report(args, js, key, {**body, "output": output_text()})
+    await report(args, js, launch, {**body, "output": output_text()})
     return True
 
 

@@ -26,6 +26,8 @@ pub struct Received {
     pub stored: DateTime<Utc>,
     /// When it arrived (this machine's clock, which is also the database's).
     pub at: DateTime<Utc>,
+    /// Where the executor reports its status: the subject the message names.
+    pub status_subject: String,
 }
 
 impl Received {
@@ -40,8 +42,13 @@ impl Received {
             .map(DateTime::from_timestamp_nanos)?;
         let body = serde_json::from_slice::<serde_json::Value>(&message.payload).ok()?;
         let field = |name: &str| body.get(name).and_then(|v| v.as_str()).unwrap_or("");
+        let key = field("idempotency_key").to_string();
         Some(Received {
-            key: field("idempotency_key").to_string(),
+            status_subject: match field("status_subject") {
+                "" => format!("kairos.status.{key}"),
+                named => named.to_string(),
+            },
+            key,
             attempt: body.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1),
             scheduled_for: field("scheduled_for").parse().ok()?,
             stored,

@@ -1,5 +1,6 @@
 //! Mode `loop`: a fast executor in the bench's own process. It pulls every launch message
-//! and reports on `<prefix>.status.<key>` what a real executor would: `STARTED`,
+//! and reports on the subject the message names (`status_subject`) what a real executor
+//! would: `STARTED`,
 //! `--heartbeats` × `HEARTBEAT`, then `SUCCESS` (or, for `--fail-share` of first attempts,
 //! `FAILED`, which the schedule retries once). Every publish is a JetStream publish whose
 //! acknowledgement is awaited per chunk, so the executor never runs ahead of the stream. It
@@ -24,8 +25,6 @@ use crate::consume::Received;
 use crate::setup::Scratch;
 use crate::Args;
 
-/// The status subject prefix of `kairos serve`'s default config.
-const STATUS_PREFIX: &str = "kairos.status";
 /// Launch messages asked for in one pull request.
 const PULL_BATCH: usize = 5_000;
 /// Launch messages handled at once (their reports are published, then their acks awaited).
@@ -152,7 +151,7 @@ impl Plan {
         let mut reported = Vec::with_capacity(launches.len());
         for launch in launches {
             let failed = self.fails(&launch);
-            let subject = format!("{STATUS_PREFIX}.{}", launch.key);
+            let subject = launch.status_subject.clone();
             let mut bodies = vec!["STARTED"; 1];
             bodies.extend(std::iter::repeat_n("HEARTBEAT", self.heartbeats));
             bodies.push(if failed { "FAILED" } else { "SUCCESS" });

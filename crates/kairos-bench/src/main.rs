@@ -121,10 +121,10 @@ pub struct Args {
     /// milliseconds after the first measured tick, in the middle of its burst.
     #[arg(long, requires = "nats_cluster")]
     pub kill_stream_leader_ms: Option<u64>,
-    /// Partition the status stream into this many partitions: the bench's nats-server
-    /// maps `kairos.status.*` onto them and the instances run with
-    /// `nats.status_partitions` = N (0: not partitioned).
-    #[arg(long, default_value_t = 0, conflicts_with_all = ["nats_url", "nats_cluster"])]
+    /// Partition the status stream into this many partitions: the instances run with
+    /// `nats.status_partitions` = N (0: not partitioned), and the executor reports on the
+    /// subject each launch message names.
+    #[arg(long, default_value_t = 0)]
     pub status_partitions: u16,
     /// The nats-server binary the bench starts (with JetStream, its store in a temporary
     /// directory) when no `--nats-url` is given.

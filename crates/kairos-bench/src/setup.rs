@@ -88,8 +88,7 @@ impl Scratch {
                 (urls, None, None)
             }
             (None, None) => {
-                let (url, child, store) =
-                    start_nats(&args.nats_server, args.status_partitions).await?;
+                let (url, child, store) = start_nats(&args.nats_server).await?;
                 (url, Some(child), Some(store))
             }
         };
@@ -146,28 +145,14 @@ impl Drop for TempDir {
 }
 
 /// Starts `nats-server -js` on a free port with its store in a fresh directory, and waits
-/// until it accepts connections. With `partitions` > 0 its configuration maps
-/// `kairos.status.*` onto that many partitions.
-async fn start_nats(
-    binary: &str,
-    partitions: u16,
-) -> Result<(String, tokio::process::Child, TempDir)> {
+/// until it accepts connections.
+async fn start_nats(binary: &str) -> Result<(String, tokio::process::Child, TempDir)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
     let store = TempDir(std::env::temp_dir().join(format!("kairos-bench-nats-{port}")));
     std::fs::create_dir_all(&store.0)?;
     let mut command = tokio::process::Command::new(binary);
-    if partitions > 0 {
-        let config = store.0.join("nats.conf");
-        std::fs::write(
-            &config,
-            format!(
-                "mappings = {{\n  \"kairos.status.*\": \"kairos.status.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}\"\n}}\n"
-            ),
-        )?;
-        command.arg("-c").arg(config);
-    }
     let child = command
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(&store.0)

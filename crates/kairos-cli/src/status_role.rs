@@ -1,9 +1,10 @@
 //! The `status` role of `kairos serve`: the durable consumers of the status stream feeding
 //! the worker's run intake. Unpartitioned (`nats.status_partitions = 0`), every instance
 //! reads every report through one shared consumer. Partitioned, every instance reads the
-//! reports the server's mapping left unpartitioned, and the partitions it holds a lease on
-//! (`kairos_store::status_partitions`), renewed every [`RENEW_EVERY`]: a partition starts
-//! being read when its lease is taken and stops when it is given back.
+//! reports on `<prefix>.status.<key>` (those no server mapping moved onto a partition), and
+//! the partitions it holds a lease on (`kairos_store::status_partitions`), renewed every
+//! [`RENEW_EVERY`]: a partition starts being read when its lease is taken and stops when it
+//! is given back.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -4,8 +4,9 @@
 //! contract says. Each instance holds 2 partitions, every report arrives through a
 //! partition's consumer and applies; when one instance is killed, the other takes its
 //! partitions once their leases run out, and the reports published meanwhile apply.
-//! Without the server's mapping, the same settings apply every report through the consumer
-//! the instances share.
+//! Without the server's mapping, reports on `kairos.status.<key>` apply through the consumer
+//! the instances share, and reports on the subject each launch message names
+//! (`status_subject`) through the partitions.
 
 mod support;
 
@@ -84,21 +85,50 @@ fn run_status(served: &Served, key: &str) -> Option<String> {
 
 /// Publishes `STARTED` then `SUCCESS` for each of `keys` on `kairos.status.<key>`.
 fn report_done(nats: &NatsServer, keys: &[String]) {
+    let subjects: Vec<String> = keys
+        .iter()
+        .map(|key| format!("kairos.status.{key}"))
+        .collect();
+    report_done_on(nats, keys, &subjects);
+}
+
+/// Publishes `STARTED` then `SUCCESS` for each of `keys` on its subject in `subjects`.
+fn report_done_on(nats: &NatsServer, keys: &[String], subjects: &[String]) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let client = async_nats::connect(nats.url()).await.expect("nats");
         let jetstream = async_nats::jetstream::new(client);
-        for key in keys {
+        for (key, subject) in keys.iter().zip(subjects) {
             for status in ["STARTED", "SUCCESS"] {
                 let body = json!({ "idempotency_key": key, "status": status });
                 let ack = jetstream
-                    .publish(format!("kairos.status.{key}"), body.to_string().into())
+                    .publish(subject.clone(), body.to_string().into())
                     .await
                     .expect("publish");
                 ack.await.expect("stored");
             }
         }
     });
+}
+
+/// The `status_subject` each launch message in `KAIROS_LAUNCH` names, by run key.
+fn named_status_subjects(nats: &NatsServer) -> std::collections::HashMap<String, String> {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = async_nats::connect(nats.url()).await.expect("nats");
+        let jetstream = async_nats::jetstream::new(client);
+        let mut stream = jetstream.get_stream("KAIROS_LAUNCH").await.expect("stream");
+        let state = stream.info().await.expect("info").state.clone();
+        let mut named = std::collections::HashMap::new();
+        for sequence in state.first_sequence..=state.last_sequence {
+            let message = stream.get_raw_message(sequence).await.expect("a launch");
+            let body: Value = serde_json::from_slice(&message.payload).expect("launch JSON");
+            let key = body["idempotency_key"].as_str().expect("key").to_string();
+            let subject = body["status_subject"].as_str().expect("status_subject");
+            named.insert(key, subject.to_string());
+        }
+        named
+    })
 }
 
 /// Deliveries so far by each partition's consumer, and by the consumer of unpartitioned
@@ -134,10 +164,11 @@ fn deploy_once(served: &Served) {
     assert!(upsert.contains(" 201 "), "{upsert}");
 }
 
-/// Set to partition before the server maps anything: reports stay on
-/// `kairos.status.<key>` and apply through the consumer every instance shares.
+/// Set to partition before the server maps anything: reports on `kairos.status.<key>` apply
+/// through the consumer every instance shares, and reports on the subject each launch names
+/// through the partitions.
 #[test]
-fn without_the_servers_mapping_reports_apply_through_the_shared_consumer() {
+fn without_a_server_mapping_reports_on_the_named_subject_reach_a_partition() {
     let roles = "api,planner,dispatcher,status";
     let served = Served::start_with_env(roles, "status_unmapped", NatsServer::start(), &ENV);
     deploy_once(&served);
@@ -156,6 +187,36 @@ fn without_the_servers_mapping_reports_apply_through_the_shared_consumer() {
         direct >= 6,
         "every report through kairos-status-direct: {direct}"
     );
+
+    // Reports on the subject each launch names reach a partition without any mapping.
+    let keys: Vec<String> = (0..3)
+        .map(|n| published_run(&served, &format!("named-{n}")))
+        .collect();
+    let named = named_status_subjects(&served.nats);
+    let subjects: Vec<String> = keys.iter().map(|key| named[key].clone()).collect();
+    for (key, subject) in keys.iter().zip(&subjects) {
+        assert!(
+            subject.starts_with("kairos.status.") && subject.ends_with(&format!(".{key}")),
+            "{subject}"
+        );
+        assert_eq!(
+            subject.split('.').count(),
+            4,
+            "a partition's subject: {subject}"
+        );
+    }
+    report_done_on(&served.nats, &keys, &subjects);
+    for key in &keys {
+        eventually(Duration::from_secs(20), "every run SUCCESS", || {
+            run_status(&served, key).filter(|status| status == "SUCCESS")
+        });
+    }
+    let (partitions, direct_after) = deliveries(&served.nats);
+    assert!(
+        partitions.iter().sum::<u64>() >= 6,
+        "every report on a named subject came through a partition: {partitions:?}"
+    );
+    assert_eq!(direct_after, direct, "none through kairos-status-direct");
 }
 
 #[test]

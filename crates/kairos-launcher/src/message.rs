@@ -96,6 +96,22 @@ impl LaunchMessage {
         // Invariant: every field serializes (strings, integers, a JSON value).
         serde_json::to_vec(self).expect("launch messages always serialize")
     }
+
+    /// The JSON body as published on NATS: the message plus `status_subject`, the subject
+    /// its executor reports the run's status on.
+    pub fn encode_reporting_on(&self, status_subject: &str) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            #[serde(flatten)]
+            message: &'a LaunchMessage,
+            status_subject: &'a str,
+        }
+        let body = Body {
+            message: self,
+            status_subject,
+        };
+        serde_json::to_vec(&body).expect("launch messages always serialize")
+    }
 }
 
 /// The copy of a run whose last attempt failed, published on `<prefix>.dlq.<workflow_id>`

@@ -68,6 +68,9 @@ pub struct NatsConfig {
     /// Every region of the deployment (`nats.regions`): each has its own launch stream,
     /// placed on the cluster of that name ([`crate::regions`]). Empty: no regions.
     pub regions: Vec<String>,
+    /// Partitions of the status stream (`nats.status_partitions`); each launch message names
+    /// the status subject of its run's partition ([`crate::status::status_subject`]).
+    pub status_partitions: u16,
 }
 
 impl NatsConfig {
@@ -92,6 +95,7 @@ impl NatsConfig {
             user_password: None,
             token: None,
             regions: Vec::new(),
+            status_partitions: 0,
         };
         config.name_streams(crate::streams::DEFAULT_PREFIX);
         config
@@ -211,7 +215,7 @@ impl RunLauncher for NatsLauncher {
         let outgoing = batch.iter().map(|message| Outgoing {
             subject: message.subject(prefix),
             headers: launch_event(message).headers(prefix, &message.msg_id()),
-            body: message.encode(),
+            body: message.encode_reporting_on(&self.status_subject(message)),
         });
         let publishing = Publishing::start();
         let outcomes = self.publish(outgoing).await;
@@ -228,7 +232,7 @@ impl RunLauncher for NatsLauncher {
         let outgoing = batch.iter().map(|(message, msg_id)| Outgoing {
             subject: message.subject(prefix),
             headers: launch_event(message).headers(prefix, msg_id),
-            body: message.encode(),
+            body: message.encode_reporting_on(&self.status_subject(message)),
         });
         let publishing = Publishing::start();
         let outcomes = self.publish(outgoing).await;
@@ -306,6 +310,15 @@ fn launch_event(message: &LaunchMessage) -> Event<'_> {
 }
 
 impl NatsLauncher {
+    /// Where the executor of `message` reports its run's status.
+    fn status_subject(&self, message: &LaunchMessage) -> String {
+        crate::status::status_subject(
+            &self.config.subject_prefix,
+            &message.idempotency_key,
+            self.config.status_partitions,
+        )
+    }
+
     /// Publishes a batch, pipelined: messages are sent one after another, each taking one of
     /// the context's `max_inflight` permits (waiting when none is free), while the
     /// acknowledgements of those already sent are collected, which frees their permits.

@@ -30,6 +30,10 @@ use futures::StreamExt;
 
 use crate::{Error, NatsLauncher, Result};
 
+mod subject;
+
+pub use subject::{partition_of, status_subject};
+
 /// The status stream's name under the default `nats.stream_prefix`.
 pub const STATUS_STREAM: &str = "KAIROS_STATUS";
 /// The durable consumer every instance shares.

@@ -46,8 +46,8 @@ fn every_source_and_attempt_validates() {
         Source::Api,
     ] {
         for attempt in [1, 2] {
-            let body: serde_json::Value =
-                serde_json::from_slice(&message(source, attempt, fire_at).encode()).expect("json");
+            let sent = message(source, attempt, fire_at).encode_reporting_on("kairos.status.3.k");
+            let body: serde_json::Value = serde_json::from_slice(&sent).expect("json");
             let errors: Vec<String> = validator
                 .iter_errors(&body)
                 .map(|e| e.to_string())

@@ -45,6 +45,9 @@ pub struct Launch {
     pub scheduled_for: String,
     /// 1, or more for an intentional re-launch.
     pub attempt: u32,
+    /// The NATS subject to report this run's status on.
+    #[serde(default)]
+    pub status_subject: Option<String>,
     /// The DAG to run.
     pub dag: serde_json::Value,
 }
@@ -121,7 +124,9 @@ pub async fn handle(
         return Handled::Ack;
     };
     let started = StatusUpdate::new(Status::Started, executor_id, launch.attempt);
-    let claim = reporter.report(key, &started).await;
+    let claim = reporter
+        .report(key, launch.status_subject.as_deref(), &started)
+        .await;
     let claimed = match &claim {
         Ok(Outcome::Accepted(None)) => true,
         Ok(Outcome::Accepted(Some(run))) => run.runs_here(launch.attempt, executor_id),
@@ -164,7 +169,10 @@ pub async fn handle(
         }
     };
     let done = done.with_output(&output.text());
-    if let Err(err) = reporter.report(key, &done).await {
+    if let Err(err) = reporter
+        .report(key, launch.status_subject.as_deref(), &done)
+        .await
+    {
         // The message is acknowledged anyway: running the DAG again would not help, and
         // without an end report kairos times the attempt out.
         eprintln!("executor: could not report the end of {key}: {err:#}");
@@ -205,7 +213,10 @@ async fn not_ours(
 async fn report_cancelled(launch: &Launch, settings: &Settings, reporter: &Reporter) {
     let key = &launch.idempotency_key;
     let done = StatusUpdate::new(Status::Cancelled, &settings.executor_id, launch.attempt);
-    if let Err(err) = reporter.report(key, &done).await {
+    if let Err(err) = reporter
+        .report(key, launch.status_subject.as_deref(), &done)
+        .await
+    {
         eprintln!("executor: could not report CANCELLED for {key}: {err:#}");
     }
 }
@@ -270,7 +281,10 @@ async fn heartbeat(launch: &Launch, settings: &Settings, reporter: &Reporter, ou
     let key = &launch.idempotency_key;
     let beat = StatusUpdate::new(Status::Heartbeat, &settings.executor_id, launch.attempt)
         .with_output(&output.text());
-    match reporter.report(key, &beat).await {
+    match reporter
+        .report(key, launch.status_subject.as_deref(), &beat)
+        .await
+    {
         Ok(Outcome::Accepted(_)) => {}
         Ok(Outcome::OwnedByAnother) => {
             eprintln!(

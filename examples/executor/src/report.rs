@@ -1,5 +1,6 @@
 //! Status reports (`schemas/status.schema.json`), over HTTP (`POST /runs/{key}/status`) or
-//! on the NATS subject `kairos.status.<key>` (JetStream publish, so it is stored durably).
+//! on the NATS subject the launch message names (`status_subject`; `kairos.status.<key>`
+//! when it names none), as a JetStream publish, so it is stored durably.
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -130,7 +131,7 @@ pub enum Reporter {
         /// Bearer token, when kairos runs with auth.
         token: Option<String>,
     },
-    /// JetStream publish on `<prefix>.status.<key>`.
+    /// JetStream publish on the launch's `status_subject`, or `<prefix>.status.<key>`.
     Nats {
         /// The JetStream context.
         jetstream: async_nats::jetstream::Context,
@@ -140,11 +141,17 @@ pub enum Reporter {
 }
 
 impl Reporter {
-    /// Sends one status.
+    /// Sends one status about run `key`, over NATS on `subject` (the launch's
+    /// `status_subject`) when given.
     ///
     /// # Errors
     /// Transport failures, refusals other than 409, and a 2xx answer that is not a run.
-    pub async fn report(&self, key: &str, update: &StatusUpdate) -> anyhow::Result<Outcome> {
+    pub async fn report(
+        &self,
+        key: &str,
+        subject: Option<&str>,
+        update: &StatusUpdate,
+    ) -> anyhow::Result<Outcome> {
         match self {
             Reporter::Http {
                 client,
@@ -174,8 +181,10 @@ impl Reporter {
                 let mut body = update.clone();
                 body.idempotency_key = Some(key.to_string());
                 let payload = serde_json::to_vec(&body).context("encode status")?;
+                let subject =
+                    subject.map_or_else(|| format!("{prefix}.status.{key}"), str::to_string);
                 jetstream
-                    .publish(format!("{prefix}.status.{key}"), payload.into())
+                    .publish(subject, payload.into())
                     .await
                     .context("publish status")?
                     .await

@@ -38,9 +38,11 @@ pub struct NatsConfig {
     /// Copies the cluster keeps of the launch, status and dead-letter streams: 1, or 3 on a
     /// cluster of at least 3 JetStream servers (checked when connecting).
     pub replicas: usize,
-    /// Partitions the NATS server maps status subjects onto (its mapping
-    /// `<prefix>.status.*` → `<prefix>.status.{{partition(N,1)}}.{{wildcard(1)}}`), shared
-    /// among the instances that run the status role; 0 when the server has no such mapping.
+    /// Partitions of the status stream, shared among the instances that run the status role
+    /// (0: one consumer shared by all). Launch messages name each run's partition subject,
+    /// `<prefix>.status.<p>.<key>`; a server mapping `<prefix>.status.*` →
+    /// `<prefix>.status.{{partition(N,1)}}.{{wildcard(1)}}` sends reports on
+    /// `<prefix>.status.<key>` to the same partitions.
     pub status_partitions: u16,
     /// CA bundle (PEM) to trust for TLS.
     pub tls_ca: Option<PathBuf>,
@@ -104,6 +106,7 @@ impl NatsConfig {
             max_bytes: i64::try_from(self.dlq_max_bytes).unwrap_or(i64::MAX),
         };
         launcher.replicas = self.replicas;
+        launcher.status_partitions = self.status_partitions;
         launcher.tls_ca = self.tls_ca.clone();
         launcher.tls_client = self.tls_cert.clone().zip(self.tls_key.clone());
         launcher.creds_file = self.creds_file.clone();
