@@ -27,6 +27,10 @@ use crate::Args;
 
 /// Launch messages asked for in one pull request.
 const PULL_BATCH: usize = 5_000;
+/// Pull requests outstanding at once.
+const PULLS_AT_ONCE: usize = 2;
+/// How long one pull request waits for messages before it ends.
+const PULL_EXPIRES: Duration = Duration::from_secs(1);
 /// Launch messages handled at once (their reports are published, then their acks awaited).
 const CHUNK: usize = 1_000;
 /// Chunks of launch messages handled side by side.
@@ -68,30 +72,35 @@ impl Executor {
             fail_per_mille: (args.fail_share * 1000.0).round() as u64,
         };
         let (queue, queued) = futures::channel::mpsc::unbounded::<Received>();
-        let receiving = async move {
-            loop {
-                // A pull error (a missed heartbeat under load) ends one pull, not the run.
-                let pulled = consumer
-                    .stream()
-                    .max_messages_per_batch(PULL_BATCH)
-                    .heartbeat(Duration::from_secs(2))
-                    .expires(Duration::from_secs(5))
-                    .messages()
-                    .await;
-                let Ok(mut messages) = pulled else {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                };
-                while let Some(message) = messages.next().await {
-                    let Some(launch) = message.ok().as_ref().and_then(Received::parse) else {
+        // Pull requests that each end when filled or expired, [`PULLS_AT_ONCE`] of them
+        // outstanding: the next is sent as soon as one ends, so no request is ever believed
+        // pending when the server has let it go, and messages keep flowing while a new
+        // request is on its way.
+        let receiving = join_all((0..PULLS_AT_ONCE).map(|_| {
+            let (consumer, queue) = (consumer.clone(), queue.clone());
+            async move {
+                loop {
+                    let pulled = consumer
+                        .batch()
+                        .max_messages(PULL_BATCH)
+                        .expires(PULL_EXPIRES)
+                        .messages()
+                        .await;
+                    let Ok(mut messages) = pulled else {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     };
-                    if queue.unbounded_send(launch).is_err() {
-                        return;
+                    while let Some(message) = messages.next().await {
+                        let Some(launch) = message.ok().as_ref().and_then(Received::parse) else {
+                            continue;
+                        };
+                        if queue.unbounded_send(launch).is_err() {
+                            return;
+                        }
                     }
                 }
             }
-        };
+        }));
         // Chunks side by side: one chunk's acknowledgements are awaited while the next is
         // published, so the reports are not paced by a round trip per chunk.
         let reporting =
