@@ -62,9 +62,12 @@ pub struct Executor {
 
 impl Executor {
     /// Attaches a consumer to the launch stream (`consume::launch_consumer`) and starts
-    /// reporting.
+    /// reporting, on a second connection.
     pub async fn start(args: &Args, scratch: &Scratch) -> Result<Executor> {
-        let (js, consumer) = crate::consume::launch_consumer(scratch).await?;
+        // Reports go out on a connection of their own, so a backlog of reports waiting for
+        // their acknowledgements never delays the pull requests that receive launches.
+        let (_, consumer) = crate::consume::launch_consumer(scratch).await?;
+        let js = jetstream::new(scratch.nats().await?);
         let done = Arc::new(Mutex::new(HashMap::new()));
         let sink = done.clone();
         let plan = Plan {
