@@ -19,20 +19,6 @@ use support::Served;
 const PARTITIONS: u16 = 4;
 const ENV: [(&str, &str); 1] = [("KAIROS_NATS__STATUS_PARTITIONS", "4")];
 
-/// A nats-server mapping `kairos.status.*` onto [`PARTITIONS`] partitions.
-fn mapped_nats(dir: &tempfile::TempDir) -> NatsServer {
-    let config = dir.path().join("nats.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "mappings = {{\n  \"kairos.status.*\": \
-             \"kairos.status.{{{{partition({PARTITIONS},1)}}}}.{{{{wildcard(1)}}}}\"\n}}\n"
-        ),
-    )
-    .expect("write the nats-server configuration");
-    NatsServer::start_with(&["-c".to_string(), config.display().to_string()])
-}
-
 /// Polls `check` every 200 ms until it returns `Some` (at most `within`).
 fn eventually<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + within;
@@ -221,9 +207,9 @@ fn without_a_server_mapping_reports_on_the_named_subject_reach_a_partition() {
 
 #[test]
 fn partitions_are_shared_and_taken_over_and_every_report_applies() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let roles = "api,planner,dispatcher,status";
-    let served = Served::start_with_env(roles, "status_partitions", mapped_nats(&dir), &ENV);
+    let nats = NatsServer::start_mapping_status(PARTITIONS);
+    let served = Served::start_with_env(roles, "status_partitions", nats, &ENV);
     let mut peer = served.peer("api,status", &ENV);
 
     let shared = eventually(Duration::from_secs(30), "two instances hold 2 each", || {

@@ -13,24 +13,9 @@ mod support;
 
 const PARTITIONS: u16 = 16;
 
-/// A nats-server mapping `kairos.status.*` onto [`PARTITIONS`] partitions.
-fn mapped_nats(dir: &tempfile::TempDir) -> NatsServer {
-    let config = dir.path().join("nats.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "mappings = {{\n  \"kairos.status.*\": \
-             \"kairos.status.{{{{partition({PARTITIONS},1)}}}}.{{{{wildcard(1)}}}}\"\n}}\n"
-        ),
-    )
-    .expect("write the nats-server configuration");
-    NatsServer::start_with(&["-c".to_string(), config.display().to_string()])
-}
-
 #[tokio::test]
 async fn the_launch_names_the_partition_the_servers_mapping_gives_its_key() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = mapped_nats(&dir);
+    let server = NatsServer::start_mapping_status(PARTITIONS);
     let mut config = NatsConfig::new(server.url());
     config.status_partitions = PARTITIONS;
     let launcher = NatsLauncher::connect(config).await.expect("connect");

@@ -39,6 +39,8 @@ pub struct NatsServer {
     scratch: tempfile::TempDir,
     /// Arguments given beyond the defaults.
     extra: Vec<String>,
+    /// The folder of a configuration file written for the server, kept for restarts.
+    config: Option<tempfile::TempDir>,
     child: Option<Child>,
 }
 
@@ -82,8 +84,31 @@ impl NatsServer {
             store,
             scratch,
             extra: extra.to_vec(),
+            config: None,
             child: Some(child),
         }
+    }
+
+    /// [`NatsServer::start`] with a configuration that maps `kairos.status.*` onto
+    /// `partitions` partitions (`kairos.status.{{partition(N,1)}}.{{wildcard(1)}}`), as an
+    /// operator maps the status subjects of executors that report on `kairos.status.<key>`.
+    ///
+    /// # Panics
+    /// When the configuration cannot be written or the server cannot be started.
+    pub fn start_mapping_status(partitions: u16) -> NatsServer {
+        let folder = tempfile::tempdir().expect("temp dir for the server configuration");
+        let config = folder.path().join("nats.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "mappings = {{\n  \"kairos.status.*\": \
+                 \"kairos.status.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}\"\n}}\n"
+            ),
+        )
+        .expect("write the nats-server configuration");
+        let mut server = NatsServer::start_with(&["-c".to_string(), config.display().to_string()]);
+        server.config = Some(folder);
+        server
     }
 
     /// `nats://127.0.0.1:<port>`.
