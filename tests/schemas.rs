@@ -74,6 +74,7 @@ fn launch_example() -> Value {
         "fire_at": "2026-03-09T07:00:01.250Z",
         "source": "schedule",
         "attempt": 1,
+        "status_subject": "kairos.status.7.3f0a9c4e1b7d2a6f8e5c0b9a7d6e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e",
         "dag": {"nodes": [{"id": "extract"}, {"id": "load", "depends_on": ["extract"]}]},
     })
 }
@@ -157,8 +158,10 @@ fn launch_schema_accepts_the_design_example_and_its_dag_is_a_valid_dag() {
 
 #[test]
 fn launch_schema_rejects_bad_messages() {
-    let changes: [(&str, Option<Value>); 10] = [
+    let changes: [(&str, Option<Value>); 12] = [
         ("dag", None),
+        ("status_subject", None),
+        ("status_subject", Some(json!("kairos.status.has space"))),
         ("idempotency_key", None),
         ("idempotency_key", Some(json!("has.dot"))),
         ("workflow_id", Some(json!("etl.orders"))),
