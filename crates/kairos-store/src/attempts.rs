@@ -190,14 +190,24 @@ pub async fn never_started(
     Ok(())
 }
 
-/// The finished attempts of a run, oldest first.
+/// The finished attempts of a run, oldest first: those `run_attempts` keeps, and a run's
+/// `SUCCESS` attempt from its own row (the status intake writes no `run_attempts` row for
+/// it; a row written for it earlier is read once).
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the query fails.
 pub async fn history(db: impl PgExecutor<'_>, key: &str) -> Result<Vec<Attempt>> {
     Ok(sqlx::query_as::<_, AttemptRow>(
         "select attempt, status, error, executor_id, run_id, published_at, started_at, \
-           finished_at from run_attempts where idempotency_key = $1 order by attempt",
+           finished_at from run_attempts where idempotency_key = $1 \
+         union all \
+         select r.attempt, r.status, null::text, r.executor_id, r.run_id, r.published_at, \
+           r.started_at, r.finished_at from schedule_runs r \
+         where r.idempotency_key = $1 and r.status = 'SUCCESS' \
+           and r.finished_at is not null and not exists ( \
+           select 1 from run_attempts a \
+           where a.idempotency_key = r.idempotency_key and a.attempt = r.attempt) \
+         order by attempt",
     )
     .bind(key)
     .fetch_all(db)

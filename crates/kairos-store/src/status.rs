@@ -1,7 +1,9 @@
 //! Executor status reports, applied a batch at a time: [`lock`] takes the batch's runs (one
 //! statement among the recent partitions, a second for keys not found there), the caller
 //! decides each report with `kairos_core::judge` in order, and
-//! [`write`] records every changed run, every finished attempt and the release of the next
+//! [`write`] records every changed run, every attempt that ended other than in `SUCCESS` (a
+//! run's `SUCCESS` attempt is its last, and its row keeps it: [`crate::attempts::history`]
+//! reads it from there), and the release of the next
 //! `QUEUED` run of each exclusive schedule whose run ended, and the logs reported (one
 //! statement each, `unnest` of the batch). Both run in the caller's transaction, so a batch is recorded whole or not at
 //! all.
@@ -130,9 +132,15 @@ async fn update_runs(db: &mut PgConnection, changed: &[Changed]) -> Result<()> {
     Ok(())
 }
 
-/// Every ended attempt in one statement (`on conflict do nothing`: a repeated final report
-/// never writes an attempt twice).
+/// Every ended attempt but a `SUCCESS` in one statement (`on conflict do nothing`: a
+/// repeated final report never writes an attempt twice). A `SUCCESS` ends its run for good
+/// (no retry follows it), so the run row holds that attempt as it is: writing it again here
+/// would be a second row per run on the hottest path.
 async fn insert_attempts(db: &mut PgConnection, attempts: &[FinishedAttempt]) -> Result<()> {
+    let attempts: Vec<&FinishedAttempt> = attempts
+        .iter()
+        .filter(|a| a.attempt.status != RunStatus::Success)
+        .collect();
     if attempts.is_empty() {
         return Ok(());
     }

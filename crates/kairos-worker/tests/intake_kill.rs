@@ -115,11 +115,20 @@ async fn successes(pool: &PgPool) -> i64 {
         .expect("count")
 }
 
+/// Finished attempts over every run, as each run's attempt history lists them.
 async fn attempts(pool: &PgPool) -> i64 {
-    sqlx::query_scalar("select count(*) from run_attempts")
-        .fetch_one(pool)
+    let keys: Vec<String> = sqlx::query_scalar("select idempotency_key from schedule_runs")
+        .fetch_all(pool)
         .await
-        .expect("count")
+        .expect("keys");
+    let mut finished = 0;
+    for key in keys {
+        let history = kairos_store::attempts::history(pool, &key)
+            .await
+            .expect("history");
+        finished += history.len() as i64;
+    }
+    finished
 }
 
 async fn finished(pool: &PgPool) -> Vec<(String, Option<chrono::DateTime<chrono::Utc>>)> {

@@ -95,13 +95,36 @@ async fn reports_about_one_run_in_one_batch_apply_in_their_order() {
     for column in ["started_at", "finished_at", "heartbeat_at"] {
         assert!(field(&pool, &key(1), column).await.is_some(), "{column}");
     }
-    let attempts: i64 =
+    let history = kairos_store::attempts::history(&pool, &key(1))
+        .await
+        .expect("history");
+    assert_eq!(
+        history.len(),
+        1,
+        "one finished attempt, listed once: {history:?}"
+    );
+    assert_eq!(history[0].status, RunStatus::Success);
+    let finished_at: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select finished_at from schedule_runs where idempotency_key = $1")
+            .bind(key(1))
+            .fetch_one(&pool)
+            .await
+            .expect("finished_at");
+    assert_eq!(
+        Some(history[0].finished_at),
+        finished_at,
+        "the SUCCESS attempt is the run row's own"
+    );
+    let written: i64 =
         sqlx::query_scalar("select count(*) from run_attempts where idempotency_key = $1")
             .bind(key(1))
             .fetch_one(&pool)
             .await
             .expect("attempts");
-    assert_eq!(attempts, 1, "one finished attempt recorded once");
+    assert_eq!(
+        written, 0,
+        "the run row keeps its SUCCESS attempt, written once"
+    );
 }
 
 #[tokio::test]
