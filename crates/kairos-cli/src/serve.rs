@@ -252,6 +252,12 @@ fn planner_config(config: &Config) -> anyhow::Result<PlannerConfig> {
         max_catchup: scheduler.max_catchup,
         max_catchup_per_pass: scheduler.max_catchup_per_tick,
         batch_size: scheduler.batch_size,
+        wake_within: millis(
+            "prestage_ms",
+            scheduler
+                .prestage_ms
+                .saturating_add(scheduler.tick_ms.max(scheduler.prestage_ms)),
+        )?,
         pinned_now: None,
     })
 }

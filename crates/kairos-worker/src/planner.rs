@@ -62,6 +62,13 @@ pub struct PlannerConfig {
     pub max_catchup_per_pass: u32,
     /// Schedules claimed per pass (`batch_size`).
     pub batch_size: u32,
+    /// A pass wakes the dispatchers only when it wrote a run due within this of the
+    /// database's now. A dispatcher claims runs `prestage_ms` ahead of their `fire_at` and
+    /// claims again at most `max(tick_ms, prestage_ms)` later whatever happens, so a run
+    /// due after their sum is claimed with its whole lead without a wake-up; the runs a
+    /// pass writes at the end of its lookahead are such runs. A wake-up makes each
+    /// dispatcher claim from the oldest due run on.
+    pub wake_within: Duration,
     /// Fixes the database "now" (tests only); `None` in production.
     pub pinned_now: Option<DateTime<Utc>>,
 }
@@ -201,7 +208,10 @@ impl Planner {
             + revived;
         unlaunched::insert_skipped(&mut *tx, &batch.dropped, false, now).await?;
         planning::advance(&mut *tx, &batch.advances).await?;
-        if inserted > 0 {
+        let soon = now + self.config.wake_within;
+        let due_soon = batch.runs.fire_ats.iter().any(|at| *at <= soon)
+            || revivable.fire_ats.iter().any(|at| *at <= soon);
+        if inserted > 0 && due_soon {
             // A run may be due before the time a dispatcher went to sleep until.
             wakeups::runs_due(&mut *tx).await?;
         }

@@ -21,7 +21,8 @@ pub fn ts(text: &str) -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-/// Lookahead 60 s, grace 60 s, catch-up 100 (100 per pass), batches of 500, "now" pinned.
+/// Lookahead 60 s, grace 60 s, catch-up 100 (100 per pass), batches of 500, a wake-up for
+/// every run written, "now" pinned.
 pub fn config(now: Option<DateTime<Utc>>) -> PlannerConfig {
     PlannerConfig {
         tick: StdDuration::from_secs(1),
@@ -30,6 +31,7 @@ pub fn config(now: Option<DateTime<Utc>>) -> PlannerConfig {
         max_catchup: 100,
         max_catchup_per_pass: 100,
         batch_size: 500,
+        wake_within: Duration::seconds(60),
         pinned_now: now,
     }
 }
