@@ -47,6 +47,10 @@ pub async fn settle_timed_out(
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    if retried > 0 {
+        // Its next attempt may be due sooner than the dispatchers' lead (see `status::write`).
+        crate::wakeups::runs_due(&mut *tx).await?;
+    }
     let dead_keys: Vec<&str> = dead.iter().map(|(key, _)| key.as_str()).collect();
     let dead_lettered = sqlx::query(
         "update schedule_runs set dead_lettered_at = $2, updated_at = $2 \

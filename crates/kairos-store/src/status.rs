@@ -62,6 +62,15 @@ pub struct Writes {
 /// [`crate::Error::Database`] when a statement fails.
 pub async fn write(db: &mut PgConnection, writes: &Writes, now: DateTime<Utc>) -> Result<u64> {
     update_runs(db, &writes.changed).await?;
+    if writes
+        .changed
+        .iter()
+        .any(|changed| changed.run.status == RunStatus::Retrying)
+    {
+        // A retry may be due sooner than the dispatchers' lead: a dispatcher claims only
+        // runs due after those it has claimed until a wake-up or its pace says otherwise.
+        crate::wakeups::runs_due(&mut *db).await?;
+    }
     insert_attempts(db, &writes.attempts).await?;
     crate::run_logs::record(db, &writes.logs, now).await?;
     release_queued(db, &writes.release, now).await

@@ -62,6 +62,7 @@ async fn an_instance_claims_its_own_region_and_no_region_at_once_and_others_once
         unavailable: Vec::new(),
         region: Some("eu".to_string()),
         others_after: Duration::from_secs(3),
+        after: None,
     };
     assert_eq!(claimed(&pool, at, &in_eu).await, set(&["s1", "s4", "s5"]));
 

@@ -39,6 +39,7 @@
 mod clock;
 mod decide;
 mod decide_ahead;
+mod floor;
 mod lanes;
 mod launch;
 mod release;
@@ -161,7 +162,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// # Errors
     /// [`Error::Store`] when a statement fails (the round is rolled back).
     pub async fn round(&self) -> Result<Round> {
-        match self.claim_batch(self.config.prestage).await? {
+        match self.claim_batch(self.config.prestage, None).await? {
             (_, Some(held)) => self.finish(held).await,
             (_, None) => Ok(Round::default()),
         }

@@ -118,6 +118,7 @@ impl Regions {
                 .home
                 .as_ref()
                 .map_or(Duration::ZERO, |(_, after)| *after),
+            after: None,
         }
     }
 

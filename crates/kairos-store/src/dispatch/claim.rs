@@ -186,6 +186,12 @@ pub struct ClaimScope {
     pub region: Option<String>,
     /// How long past due a run of another region waits for its own region's instances.
     pub others_after: Duration,
+    /// Only runs due after this: the caller has claimed every run due by then that no other
+    /// round held. The claim then starts the claim index there within each priority of
+    /// `run_priorities` (migration `20260211000000_run_priorities.sql`) rather than at its
+    /// first entry, and walks past none of the runs other rounds hold before it. `None`:
+    /// every due run.
+    pub after: Option<DateTime<Utc>>,
 }
 
 /// Locks up to `limit` runs due by `due_by` (`PENDING` or `RETRYING` with
@@ -215,18 +221,27 @@ pub async fn claim(
     // caller in this transaction). `for update of r skip locked`: another dispatcher's batch
     // is skipped, never waited for, and the locks die with this transaction (invariant
     // "claims die with their holder").
+    // The priorities come in as an array (read in this statement's snapshot, so a run it
+    // sees has its priority there): with `= any` on the index's first column, each
+    // priority's entries are read from `$6` on, still in the index's order.
+    let after = if scope.after.is_some() {
+        "and r.priority = any (array(select priority from run_priorities)) \
+           and r.fire_at > $6 "
+    } else {
+        "and $6::timestamptz is null "
+    };
     let in_region = if scope.region.is_some() {
         // A run without any region coalesces to this instance's own.
-        "and (r.fire_at <= $1 - make_interval(secs => $7) \
+        "and (r.fire_at <= $1 - make_interval(secs => $8) \
            or coalesce(r.launch_region, (select s.region from schedules s \
-             where s.schedule_id = r.schedule_id), $6) = $6) "
+             where s.schedule_id = r.schedule_id), $7) = $7) "
     } else {
         ""
     };
     let sql = claim_sql(&format!(
         "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
            and (r.launch_region is null or not (r.launch_region = any ($5::text[]))) \
-           {in_region}\
+           {after}{in_region}\
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
     ));
@@ -235,7 +250,8 @@ pub async fn claim(
         .bind(launch_deadline_s)
         .bind(limit)
         .bind(due_by)
-        .bind(&scope.unavailable);
+        .bind(&scope.unavailable)
+        .bind(scope.after);
     if let Some(region) = &scope.region {
         query = query.bind(region).bind(scope.others_after.as_secs_f64());
     }

@@ -25,6 +25,7 @@ use kairos_store::Tx;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::clock::DbClock;
+use super::floor::ClaimFloor;
 use super::release::Release;
 use super::{Dispatcher, Result, Round, MIN_IDLE};
 use crate::metrics::BatchTimer;
@@ -91,21 +92,37 @@ impl<L: RunLauncher> Dispatcher<L> {
                 full: false,
                 next: tokio::time::Instant::now(),
             };
+            let mut floor = ClaimFloor::new(self.config.tick.max(self.config.prestage));
             // Claim at the top of the loop: at start, when the next run comes within the
-            // lead, on a wake-up, and when a round frees a lane while more runs wait.
+            // lead, on a wake-up, and when a round frees a lane while more runs wait. Only
+            // a claim the pace asks for starts after the last short claim's due_by.
             let mut claim = true;
+            let mut paced = false;
             loop {
                 wake.ensure(&self.pool).await;
                 if claim {
-                    let found = self.claim_while_free(&lanes, &held_tx, pace.full).await;
+                    let after = if paced { floor.for_paced_claim() } else { None };
+                    let found = self
+                        .claim_while_free(&lanes, &held_tx, pace.full, after)
+                        .await;
+                    let short_by = match found {
+                        Claim::Short { due_by, .. } => Some(due_by),
+                        Claim::Full | Claim::Retry => None,
+                    };
+                    floor.claimed(after, short_by);
                     pace = self.pace_after(found, &lanes).await;
                 }
-                claim = tokio::select! {
+                (claim, paced) = tokio::select! {
                     biased;
                     () = &mut shutdown => break,
-                    Some(backoff) = done_rx.next() => self.claim_after_round(backoff, &lanes, &mut pace),
-                    () = wake.next() => true,
-                    () = tokio::time::sleep_until(pace.next) => true,
+                    Some(backoff) = done_rx.next() => {
+                        if backoff {
+                            floor.reset();
+                        }
+                        (self.claim_after_round(backoff, &lanes, &mut pace), false)
+                    }
+                    () = wake.next() => (true, false),
+                    () = tokio::time::sleep_until(pace.next) => (true, true),
                 };
             }
             // Dropping the sender ends the rounds' stream once the held rounds finish.
@@ -163,19 +180,27 @@ impl<L: RunLauncher> Dispatcher<L> {
     }
 
     /// Claims batches while a lane is free and every claim comes back full (`full`: the
-    /// last one did); each batch goes to its own round.
+    /// last one did); each batch goes to its own round. The first claims only runs due
+    /// after `after` when given (see [`ClaimFloor`]), the rest every due run.
     async fn claim_while_free(
         &self,
         lanes: &Arc<Semaphore>,
         held_tx: &mpsc::UnboundedSender<Held>,
         mut full: bool,
+        mut after: Option<DateTime<Utc>>,
     ) -> Claim {
         loop {
             let claims = self.free_lanes(lanes, full);
             if claims.is_empty() {
                 return if full { Claim::Full } else { Claim::Retry };
             }
-            let batches = join_all(claims.iter().map(|(_, lead)| self.claim_batch(*lead))).await;
+            let batches = join_all(
+                claims
+                    .iter()
+                    .map(|(_, lead)| self.claim_batch(*lead, after)),
+            )
+            .await;
+            after = None;
             let mut found = Claim::Full;
             for ((lane, lead), batch) in claims.into_iter().zip(batches) {
                 found = found.and(self.hand_over(lane, lead, batch, lanes, held_tx));
@@ -254,13 +279,15 @@ impl<L: RunLauncher> Dispatcher<L> {
     }
 
     /// Opens a transaction and claims a batch of runs due within `lead` of the database's
-    /// now (`due_by`, returned); no batch (the transaction rolled back) when nothing is.
+    /// now (`due_by`, returned), and after `after` when given; no batch (the transaction
+    /// rolled back) when nothing is.
     ///
     /// # Errors
     /// [`super::Error::Store`] when a statement fails.
     pub(super) async fn claim_batch(
         &self,
         lead: Duration,
+        after: Option<DateTime<Utc>>,
     ) -> Result<(DateTime<Utc>, Option<Held>)> {
         let started = BatchTimer::start();
         let mut tx = Tx::begin(&self.pool).await?;
@@ -271,7 +298,10 @@ impl<L: RunLauncher> Dispatcher<L> {
         let deadline = self.config.launch_deadline.as_secs_f64();
         let limit = self.config.batch_size;
         let seen = dispatch::write_snapshot(&mut tx).await?;
-        let scope = self.regions.claim_scope();
+        let scope = dispatch::ClaimScope {
+            after,
+            ..self.regions.claim_scope()
+        };
         let claimed = dispatch::claim(&mut tx, now, due_by, deadline, limit, &scope).await?;
         if claimed.is_empty() {
             return Ok((due_by, None));

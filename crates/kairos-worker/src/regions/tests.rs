@@ -133,6 +133,7 @@ fn an_instance_at_home_claims_in_its_region_and_leaves_unready_ones_alone() {
             unavailable: vec!["ap".to_string()],
             region: Some("us".to_string()),
             others_after: Duration::from_millis(3500),
+            after: None,
         }
     );
     let (anywhere, _) = regions();
