@@ -1,4 +1,4 @@
-//! The operations artifacts (issue 5): `examples/prometheus/alerts.yml` is a well-formed
+//! The operations artifacts: `examples/prometheus/alerts.yml` is a well-formed
 //! Prometheus rules file whose expressions parse as PromQL-ish (balanced, known functions
 //! and keywords) and name only metrics kairos exports; `examples/grafana/kairos.json` is a
 //! dashboard whose panels query those metrics; `docs/operations.md` explains every metric
@@ -242,7 +242,7 @@ fn alert_rules_are_well_formed_and_name_only_kairos_metrics() {
             );
         }
     }
-    // What issue 5 asks the alerts to cover.
+    // Every condition an operator is paged on has an alert.
     for metric in [
         "kairos_runs_skipped_total",
         "kairos_fire_drift_seconds_bucket",

@@ -295,7 +295,7 @@ impl ScheduleBody {
     }
 }
 
-/// A schedule's statistics in `GET /schedules/{id}` (issue 5).
+/// A schedule's statistics in `GET /schedules/{id}`.
 #[derive(Debug, Serialize)]
 pub(crate) struct StatsBody {
     /// Tick of the newest launched run.

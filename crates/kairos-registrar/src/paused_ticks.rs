@@ -1,4 +1,4 @@
-//! The ticks of paused schedules with a deadline (issue 27: a tick that never launched
+//! The ticks of paused schedules with a deadline (a tick that never launched
 //! because its schedule is paused is late once its deadline passes, even while nobody has
 //! resumed it). [`record_paused_ticks`], called by the sweep on the database clock, writes
 //! each such tick, once it has come, as a `SKIPPED` run whose reason names the pause
