@@ -1,7 +1,7 @@
 //! Regressions found by fuzzing the API against schemas/openapi.json (`scripts/api-fuzz`):
 //! each request here once got an answer the contract does not allow.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::*;

@@ -3,7 +3,7 @@
 //! with no token, an unknown token, a malformed header, and each role's token. Refusals are
 //! logged without the token and counted.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::Write;

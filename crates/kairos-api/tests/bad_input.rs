@@ -2,7 +2,7 @@
 //! clear 4xx problem naming the field, and nothing is stored (all three tables stay as they
 //! were).
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;

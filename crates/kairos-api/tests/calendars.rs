@@ -2,7 +2,7 @@
 //! database: CRUD, refusals as problem+json naming the field, delete refused while in use,
 //! and the preview's `excluded` and `explained` answers.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::*;

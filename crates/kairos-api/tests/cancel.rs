@@ -3,7 +3,7 @@
 //! the overlap fields of an upsert (`buffer_one`, `cancel_other`, `max_queued`): bad values
 //! are refused naming the field and store nothing.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::*;

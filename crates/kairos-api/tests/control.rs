@@ -3,7 +3,7 @@
 //! `remaining_runs`, pause notes, and dry-runs of an upsert and of a deploy that report what
 //! would change and change no row.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;

@@ -2,7 +2,7 @@
 //! same write again answers 200 without one), so a client can follow it without building
 //! the path itself.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};

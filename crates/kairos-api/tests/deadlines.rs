@@ -4,7 +4,7 @@
 //! statement marked late, newest mark first, paged and filtered, and refuses anything but
 //! `late=true`.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, router, ts, DEPLOYER, READER};

@@ -3,7 +3,7 @@
 //! store nothing), and a dead-lettered run is listed, shown with its attempts, and retried
 //! on request (idempotent per request id).
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, DEPLOYER, EXECUTOR, READER};

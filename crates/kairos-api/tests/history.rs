@@ -3,8 +3,8 @@
 //! auth), request id, note and fields old → new, and a refused or rolled-back write records
 //! nothing.
 
-mod common;
-mod history_support;
+use crate::common;
+use crate::history_support;
 
 use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 //! kind and time, refuse bad parameters naming them; and a run keeps the schedule revision
 //! that produced it.
 
-mod common;
-mod history_support;
+use crate::common;
+use crate::history_support;
 
 use std::collections::HashSet;
 

@@ -3,7 +3,7 @@
 //! through `POST /runs/{key}/status` show up as counts in the scraped text. The test sets
 //! its own recorder on its single-threaded runtime, so it sees only its own counts.
 
-mod common;
+use crate::common;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

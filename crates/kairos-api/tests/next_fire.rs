@@ -3,7 +3,7 @@
 //! trigger that overlap `skip` would only skip is refused, naming the run in flight.
 //! Through the router on a real database, with "now" pinned.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;

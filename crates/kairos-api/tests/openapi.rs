@@ -4,7 +4,7 @@
 //! can happen; and real answers are valid against their schemas, with every `required`
 //! field present and no field the schema does not declare.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

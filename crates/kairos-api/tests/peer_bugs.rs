@@ -2,7 +2,7 @@
 //! lists them): manual triggers through the router on a real database, "now" pinned so that
 //! every request falls in the same second.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::*;

@@ -3,7 +3,7 @@
 //! `GET /schedules/{id}`, changed by another upsert and recorded in the schedule's history;
 //! a deploy's schedules take them too.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, router_with, ts, DEPLOYER, READER};

@@ -4,7 +4,7 @@
 //! `Origin`). Each refusal is problem+json naming the header and stores nothing; a same-origin
 //! write (the later `/ui`) still works.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! real router with `oneshot`: answers, status codes, auth by role, and the OpenAPI document
 //! kept equal to the router.
 
-mod common;
+use crate::common;
 
 use kairos_testkit::TestDb;
 use std::collections::BTreeSet;

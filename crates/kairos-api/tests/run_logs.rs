@@ -2,7 +2,7 @@
 //! `GET /runs/{key}` and shown escaped on the run page. Through the real router on a real
 //! database.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, router, ts, EXECUTOR, READER};

@@ -2,7 +2,7 @@
 //! (forward-only, 409 for a second executor, 404, 400) and `POST /run-launcher/start`
 //! (idempotent by key), plus `/readyz` with NATS.
 
-mod common;
+use crate::common;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

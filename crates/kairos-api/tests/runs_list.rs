@@ -2,7 +2,7 @@
 //! ticks, newest tick first, paged by cursor; an unknown schedule is a 404, a bad filter a
 //! 400 naming it. Through the router on a real database.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;

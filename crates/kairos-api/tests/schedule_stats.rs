@@ -2,7 +2,7 @@
 //! the statements the dispatcher, the executor callback and the registrar use (dispatch
 //! outcome, `POST /runs/{key}/status`, pause), then the stats must tell that story.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, ts, DEPLOYER, EXECUTOR, READER};

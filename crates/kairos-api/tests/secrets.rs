@@ -2,7 +2,7 @@
 //! answer. The API runs with JWT auth; every kind of good and bad credential is sent, the
 //! whole log (TRACE, every target) is captured, and both are searched for the secrets.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

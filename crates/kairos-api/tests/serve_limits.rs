@@ -6,7 +6,7 @@
 //! while 2,000 slow clients hold connections (or silent ones flood a limit of 500),
 //! `/healthz`, `/readyz` and a real upsert still answer within a second.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

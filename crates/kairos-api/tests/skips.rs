@@ -3,7 +3,7 @@
 //! and `POST /schedules/preview`'s) and taken back; bad input is a 400 naming `run_at` or
 //! `until`, storing nothing; a pause until a time shows `paused_until` and `paused_by`.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;

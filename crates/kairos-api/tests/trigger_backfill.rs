@@ -1,7 +1,7 @@
 //! `POST /schedules/{id}/trigger` and `POST /schedules/{id}/backfill` through the router on
 //! a real database, with "now" pinned.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::*;

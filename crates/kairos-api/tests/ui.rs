@@ -3,7 +3,7 @@
 //! page's DST and jitter marks and "why", the runs views, the backfill plan, and bad
 //! parameters as problem+json naming the parameter.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, ts, upsert_new, DEPLOYER, EXECUTOR, READER};

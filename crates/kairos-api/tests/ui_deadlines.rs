@@ -3,7 +3,7 @@
 //! and why (also in its timeline); the schedule page shows its `deadline_s`, the deadline
 //! of each next fire time, and marks its late runs in the run table.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, router, ts, DEPLOYER, READER};

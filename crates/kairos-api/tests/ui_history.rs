@@ -3,7 +3,7 @@
 //! and runs, closed until chosen; each change with its time, actor, request id, kind, fields
 //! old → new and note, newest first, with the note escaped.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, seed_body, DEPLOYER, READER};

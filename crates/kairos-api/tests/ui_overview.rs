@@ -2,7 +2,7 @@
 //! database: outcomes per hour and fire drift per hour across all schedules, counting only
 //! runs planned in (now − 24 h, now].
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, ts, DEPLOYER, READER};

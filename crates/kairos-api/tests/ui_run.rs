@@ -3,7 +3,7 @@
 //! launcher would publish it, the chain children, and the styled not-found page for unknown
 //! `/ui` paths.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

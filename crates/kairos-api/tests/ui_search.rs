@@ -2,7 +2,7 @@
 //! and the workflow page (versions, the DAG drawn as SVG), through the real router on a
 //! real database.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, upsert_new, DEPLOYER, READER};

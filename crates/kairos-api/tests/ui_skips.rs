@@ -4,7 +4,7 @@
 //! and why; a deployer gets Skip on each fire time, Take back on a skipped one, and an
 //! until field on the pause form; a reader gets none of them.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{call, deploy_workflow, router, upsert_new, DEPLOYER, READER};

@@ -2,7 +2,7 @@
 //! (newest first, with the schedules of each), through the router on a real database; each
 //! answer matches the OpenAPI document's schema for it.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use axum::Router;

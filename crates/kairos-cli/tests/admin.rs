@@ -3,7 +3,7 @@
 //! roles, real PostgreSQL and nats-server): they show what the API answers,
 //! stats included, and a refusal exits non-zero naming the field.
 
-mod support;
+use crate::support;
 
 use support::{http, kairos, stdout, Served};
 

@@ -1,7 +1,7 @@
 //! The database's clock decides, also for advice: an instance whose own clock is five
 //! minutes behind (libfaketime) previews a spec from the database's `now()`, not its own.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! listing, `workflows deploy` (dry-run too) and `workflows get`, shell completions, and a
 //! description for every command and flag in the help.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 

@@ -5,7 +5,7 @@
 //! answers again", no per-round failure lines); ticks are published again behind the same
 //! address, and every tick of the window has exactly one run, published.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -21,7 +21,7 @@
 //! it: `scripts/test` installs the Python generator (pip) and the TypeScript packages
 //! (`npm ci` in `tests/clients/typescript`).
 
-mod support;
+use crate::support;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! old -> new, note), `--json` as the API answers, paging with `--limit` and `--cursor`, and
 //! a bad cursor refused naming it.
 
-mod support;
+use crate::support;
 
 use support::{http, kairos, stdout, Served};
 

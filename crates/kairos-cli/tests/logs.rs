@@ -4,7 +4,7 @@
 //! or a new one), echoed on the answer, written into problem bodies and into the request's
 //! one access line, and the log names the database it connected to, without its password.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

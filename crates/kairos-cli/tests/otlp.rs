@@ -4,7 +4,7 @@
 //! launch message's `traceparent` names, and applied status reports are spans of the run's
 //! trace. A collector that is not there stops nothing, and is logged once.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,7 +1,7 @@
 //! Regression tests named after bugs other schedulers shipped (`conformance/matrix.toml`
 //! lists them), on real `kairos serve` processes with a real PostgreSQL and nats-server.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;

@@ -5,7 +5,7 @@
 //! `pool_mode = session` every role works: ticks are planned and published once each, and a
 //! status report is applied.
 
-mod support;
+use crate::support;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! PostgreSQL and nats-server): it cancels through the API, prints the run and what the
 //! cancel did, and an unknown key exits non-zero.
 
-mod support;
+use crate::support;
 
 use support::{http, kairos, Served};
 

@@ -3,7 +3,7 @@
 //! within the grace bound; a second deployment that would take over the first one's streams
 //! stops with an error naming the stream.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! `kairos serve` (api role, real PostgreSQL): they go through the API, show what it
 //! answers, and a refusal exits non-zero naming the field.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

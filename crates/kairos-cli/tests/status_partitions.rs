@@ -8,7 +8,7 @@
 //! the instances share, and reports on the subject each launch message names
 //! (`status_subject`) through the partitions.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

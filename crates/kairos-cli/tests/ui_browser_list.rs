@@ -13,9 +13,8 @@
 //! installs both. The schedule page's own tests are in `ui_browser_schedule.rs`, the runs
 //! and run pages' in `ui_browser_runs.rs`.
 
-#[path = "support/browser.rs"]
-mod browser;
-mod support;
+use crate::browser;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

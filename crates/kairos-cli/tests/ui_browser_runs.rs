@@ -3,9 +3,8 @@
 //! (every role) with PostgreSQL and nats-server (see `support/browser.rs`); with them the
 //! refresh, the not-found pages, delete, and the layout at 1280 px and on a phone.
 
-#[path = "support/browser.rs"]
-mod browser;
-mod support;
+use crate::browser;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -9,9 +9,8 @@
 //! the page's "Paused until …" line says; and the History tab opens on a click or from the
 //! URL (`#history`), showing the skip and the pause with their actor.
 
-#[path = "support/browser.rs"]
-mod browser;
-mod support;
+use crate::browser;
+use crate::support;
 
 use std::time::Instant;
 

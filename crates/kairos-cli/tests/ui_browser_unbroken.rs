@@ -11,9 +11,8 @@
 //! Also the runs pages' details: the launch message is one preformatted block, "1
 //! dependency" is singular, and the time fields' placeholders are RFC 3339 times near now.
 
-#[path = "support/browser.rs"]
-mod browser;
-mod support;
+use crate::browser;
+use crate::support;
 
 use browser::{
     browser, click, deploy_open, js, report, schedule, screenshot, set_narrow_viewport,

@@ -10,7 +10,7 @@
 //!   nearest free date; the ticks are those wall times, mapped by the DST rules. Never on
 //!   an excluded date, strictly increasing, at most one per original wall time.
 
-mod zones;
+use crate::zones;
 
 use std::collections::BTreeSet;
 use std::str::FromStr;

@@ -4,7 +4,7 @@
 //! directly: walk every minute of a window around a real transition of a real zone and
 //! decide, minute by minute, what must fire.
 
-mod zones;
+use crate::zones;
 
 use std::collections::{BTreeSet, HashMap};
 use std::str::FromStr;

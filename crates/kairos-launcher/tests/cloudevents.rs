@@ -9,7 +9,7 @@ use kairos_launcher::{CancelMessage, DeadLetter, NatsConfig, NatsLauncher, RunLa
 use kairos_testkit::NatsServer;
 use support::message;
 
-mod support;
+use crate::support;
 
 const KEY: &str = "3f0a9c4e1b7d2a6f8e5c0b9a7d6e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e";
 

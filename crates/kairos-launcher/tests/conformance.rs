@@ -7,7 +7,7 @@ use kairos_launcher::{Error, InMemoryLauncher, NatsConfig, NatsLauncher, RunLaun
 use kairos_testkit::NatsServer;
 use support::message;
 
-mod support;
+use crate::support;
 
 /// The contract, written once. `stored` reports how many messages the queue holds.
 async fn conformance<L: RunLauncher>(launcher: &L, stored: impl AsyncFn() -> u64) {

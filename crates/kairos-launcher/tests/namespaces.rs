@@ -13,7 +13,7 @@ use kairos_launcher::{
 use kairos_testkit::NatsServer;
 use support::message;
 
-mod support;
+use crate::support;
 
 fn deployment(url: String, stream_prefix: &str, subject_prefix: &str) -> NatsConfig {
     let mut config = NatsConfig::new(url);

@@ -9,7 +9,7 @@ use kairos_launcher::status::{read_stream, status_subject};
 use kairos_launcher::{NatsConfig, NatsLauncher, RunLauncher};
 use kairos_testkit::NatsServer;
 
-mod support;
+use crate::support;
 
 const PARTITIONS: u16 = 16;
 

@@ -2,7 +2,7 @@
 //! as runs enter and leave that status, and the two cancel sweeps find their runs there
 //! (`sweep_plans` shows that they then do not scan the in-flight index).
 
-mod support;
+use crate::support;
 
 use chrono::TimeDelta;
 use kairos_store::cancel::{self, Cancel};

@@ -3,7 +3,7 @@
 //! (`run_priorities`, kept by triggers on `schedules`), and reads the claim index from that
 //! point on.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use kairos_store::dispatch::{claim, ClaimScope};

@@ -5,7 +5,7 @@
 //! (`dispatch::bound_idle`): PostgreSQL ends its session after that long idle in its
 //! transaction, and another claim takes the runs.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::time::Duration;

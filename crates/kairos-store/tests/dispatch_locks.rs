@@ -6,7 +6,7 @@
 //! earlier run still waits, or with a run in flight or queued, is left for the tick, so
 //! nothing that may go out meanwhile is held back behind the wave.
 
-mod support;
+use crate::support;
 
 use kairos_testkit::TestDb;
 use std::collections::HashSet;

@@ -2,7 +2,7 @@
 //! when no run waits at all. An idle dispatcher sleeps on this answer; a "due now" with
 //! nothing due made it claim every few milliseconds.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

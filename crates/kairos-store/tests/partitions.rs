@@ -530,7 +530,7 @@ async fn the_migration_carries_existing_rows_over() {
 /// runs, which `keep_last` keeps), retired twice: by dropping the day's partition, and by the
 /// row deletes of the fallback (`delete_batch`, 1,000 rows a statement, the default
 /// `history.batch_size`). Prints both times. A measurement, not a check: run it with
-/// `cargo test -p kairos-store --test partitions -- --ignored --nocapture`.
+/// `cargo test -p kairos-store --test integration partitions:: -- --ignored --nocapture`.
 #[tokio::test]
 #[ignore = "a measurement (about a minute); run by hand"]
 async fn measure_dropping_a_day_against_deleting_its_rows() {

@@ -4,7 +4,7 @@
 //! `status::ended` tells apart from one that has ended; an unknown key is neither locked nor
 //! busy.
 
-mod support;
+use crate::support;
 
 use chrono::{DurationRound, TimeDelta, Utc};
 use kairos_store::status::{self, RECENT_AFTER, RECENT_BEFORE};

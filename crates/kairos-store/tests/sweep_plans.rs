@@ -9,7 +9,7 @@
 //! every run in flight to find one or none. Each test counts the blocks of today's in-flight
 //! index that the sweeps read.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use kairos_store::{attempts, cancel};

@@ -4,7 +4,7 @@
 //! one more attempt, heartbeats keep a long run alive while silence times it out and
 //! retries it, and priorities order a backlog.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

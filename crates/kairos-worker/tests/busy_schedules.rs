@@ -3,7 +3,7 @@
 //! a queued one goes out once nothing holds the schedule. A late run whose schedule was
 //! free still fails by the deadline.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use dispatcher_support::{config, drain, field, key, nats, run, schedule, statuses, workflow};
 use kairos_core::RunStatus;

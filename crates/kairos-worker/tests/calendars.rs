@@ -3,7 +3,7 @@
 //! the right unpublished runs, two planners never double a rolled tick, and bad calendar
 //! input is refused naming the field with nothing stored.
 
-mod planner_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{Run, RunKey, RunStatus};

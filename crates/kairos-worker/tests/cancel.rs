@@ -5,7 +5,7 @@
 //! state recorded first; a cancelled run is never retried; a cancel asked for while NATS is
 //! down goes out once it is back.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! repeated reports create nothing new), none after an outcome it does not wait for or a
 //! failure that will be retried, none while paused, none once its parent is deleted.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

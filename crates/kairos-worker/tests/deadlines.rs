@@ -5,8 +5,8 @@
 //! without a deadline; two sweepers racing mark a run once; the counter and the overdue
 //! gauge say the same.
 
-mod dispatcher_support;
-mod planner_support;
+use crate::dispatcher_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunKey;

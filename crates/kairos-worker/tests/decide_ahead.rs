@@ -4,7 +4,7 @@
 //! before the tick, does not make the next run skip; and a schedule whose earlier run
 //! another round holds is not locked ahead, so that run goes out first.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! and the wave's acknowledgement, a broker outage, each overlap policy,
 //! `max_run_seconds`, the launch deadline and permanent launch errors.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
@@ -151,7 +151,7 @@ async fn child_round_that_crashes() {
 fn crash_child(db: &TestDb, nats_url: &str, point: &str) {
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
-            "child_round_that_crashes",
+            test_name!("child_round_that_crashes"),
             "--exact",
             "--ignored",
             "--nocapture",

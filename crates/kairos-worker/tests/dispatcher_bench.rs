@@ -1,11 +1,11 @@
 //! Measurement, not a check: dispatch throughput and publish lag for 10,000 runs due now,
 //! through the real `NatsLauncher` on a local nats-server. Run with
-//! `cargo test -p kairos-worker --test dispatcher_bench -- --ignored --nocapture`.
+//! `cargo test -p kairos-worker --test integration dispatcher_bench:: -- --ignored --nocapture`.
 //! `KAIROS_BENCH_METRICS=1` records metrics into a Prometheus recorder (as `kairos serve`
 //! does); without it no recorder is set and every metrics call is a no-op, so the two runs
 //! measure the overhead of metrics.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

@@ -2,7 +2,7 @@
 //! repeated callbacks never move a run backwards, a second executor is refused, the NATS
 //! status subject feeds the same state machine, and `start_run` is idempotent by key.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use kairos_testkit::TestDb;
 use std::time::Duration;

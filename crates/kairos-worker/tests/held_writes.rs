@@ -6,7 +6,7 @@
 //! rescheduled away from the tick; kept, with the new jitter's `fire_at`, when the tick is
 //! still a tick). On real PostgreSQL and nats-server.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! batch is recorded and every report is applied once by the next consumer; killed after
 //! its commit but before its acknowledgements, the redelivered reports change nothing.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::process::Command;
 use std::time::Duration;
@@ -79,7 +79,7 @@ async fn kill_child_at(
         .to_string();
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
-            "child_intake_that_crashes",
+            test_name!("child_intake_that_crashes"),
             "--exact",
             "--ignored",
             "--nocapture",

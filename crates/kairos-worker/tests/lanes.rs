@@ -2,7 +2,7 @@
 //! claimed ahead whole, in several batches held side by side until their tick, and a run
 //! due now is never held up behind those pre-staged batches.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

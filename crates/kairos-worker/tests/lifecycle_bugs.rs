@@ -3,7 +3,7 @@
 //! status report about a run that was never published is refused, never applied (and never
 //! a database error).
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

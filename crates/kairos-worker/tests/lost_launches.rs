@@ -4,7 +4,7 @@
 //! doubling a message that is still stored, and fails as never started after
 //! `max_republish` re-publishes, so it cannot wedge its schedule.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! acknowledging a batch only once a standby has it, is exercised through a real failover
 //! by the failover chaos run, `scripts/chaos --ha-ci`.) Real PostgreSQL and nats-server.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

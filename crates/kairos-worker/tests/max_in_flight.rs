@@ -3,7 +3,7 @@
 //! that end release as many queued runs as ended, and the database itself refuses a run
 //! past the limit, also from two transactions racing for the last slot.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::collections::{HashMap, HashSet};
 

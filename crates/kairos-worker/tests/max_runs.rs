@@ -2,7 +2,7 @@
 //! the schedule is exhausted (`next_run_at` NULL, nothing remaining), even with planners
 //! racing over many passes; manual triggers do not count, and raising the limit revives it.
 
-mod planner_support;
+use crate::planner_support;
 
 use kairos_testkit::TestDb;
 

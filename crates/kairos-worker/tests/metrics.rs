@@ -3,8 +3,8 @@
 //! Prometheus text compared with the database. Each test sets its own recorder on its
 //! (single-threaded) runtime, so tests running in parallel never see each other's counts.
 
-mod dispatcher_support;
-mod planner_support;
+use crate::dispatcher_support;
+use crate::planner_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;

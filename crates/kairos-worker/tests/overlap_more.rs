@@ -4,7 +4,7 @@
 //! `cancel_other` cancels the run in flight and launches the new one once the executor
 //! confirms, or once the cancel times out.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

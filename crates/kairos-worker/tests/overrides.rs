@@ -3,7 +3,7 @@
 //! (backfill defaults to `queue`); a trigger can override the schedule's policy and works
 //! while the schedule is paused.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::sync::Arc;
 use std::time::Duration;

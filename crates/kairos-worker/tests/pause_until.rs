@@ -4,7 +4,7 @@
 //! older than the misfire grace by the schedule's catch-up policy); two instances passing at
 //! once resume it once; a manual resume before `until` clears it.
 
-mod planner_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Utc};
 use kairos_core::RunStatus;

@@ -3,8 +3,8 @@
 //! retention run on the real PostgreSQL with a pinned database "now", so hours of schedule
 //! time (downtime, ten minutes of `@every 1s`, days of a daily schedule) pass without waiting.
 
-mod dispatcher_support;
-mod planner_support;
+use crate::dispatcher_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_core::{Run, RunStatus, Timetable};

@@ -5,7 +5,7 @@
 //! (`dispatcher_after_commit`), the last crash point of a tick. On real PostgreSQL and
 //! nats-server.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::process::Command;
 
@@ -45,7 +45,7 @@ async fn sidekiq_6804_killed_right_after_the_record_a_tick_is_neither_lost_nor_s
     let keys = allow_runs_due(&pool, 50).await;
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
-            "child_round_killed_at_its_crash_point",
+            test_name!("child_round_killed_at_its_crash_point"),
             "--exact",
             "--ignored",
             "--nocapture",

@@ -3,7 +3,7 @@
 //! The planner runs on the real PostgreSQL with a pinned database "now", so minutes of
 //! schedule time pass without waiting.
 
-mod planner_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_store::PgPool;

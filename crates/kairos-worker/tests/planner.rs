@@ -2,7 +2,7 @@
 //! each catch-up policy, jitter, the window, `@at`, pause/resume, edit, parking, backfill
 //! against planned ticks, and the database clock as the only clock.
 
-mod planner_support;
+use crate::planner_support;
 
 use chrono::{Duration, Utc};
 use kairos_core::{jitter_offset, RunKey, RunSource, RunStatus};

@@ -2,9 +2,9 @@
 //! its capped sleep would end, and shutdown ends the loop. Real database clock.
 //!
 //! Also the throughput figure (ignored by default):
-//! `cargo test --release -p kairos-worker --test planner_loop -- --ignored --nocapture`.
+//! `cargo test --release -p kairos-worker --test integration planner_loop:: -- --ignored --nocapture`.
 
-mod planner_support;
+use crate::planner_support;
 
 use kairos_testkit::TestDb;
 use std::time::{Duration as StdDuration, Instant};

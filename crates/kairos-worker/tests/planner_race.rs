@@ -2,7 +2,7 @@
 //! commit: every tick ends up in `schedule_runs` exactly once (invariants "one row per tick"
 //! and "claims die with their holder").
 
-mod planner_support;
+use crate::planner_support;
 
 use kairos_testkit::sqlx;
 use kairos_testkit::TestDb;
@@ -153,7 +153,7 @@ async fn a_planner_killed_between_claim_and_commit_loses_and_doubles_nothing() {
     for point in ["planner_after_claim", "planner_before_commit"] {
         let output = Command::new(std::env::current_exe().expect("test binary"))
             .args([
-                "planner_child_process",
+                test_name!("planner_child_process"),
                 "--exact",
                 "--ignored",
                 "--nocapture",

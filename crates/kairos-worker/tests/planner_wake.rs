@@ -2,7 +2,7 @@
 //! lookahead are claimed in time by the dispatchers' own pace, and a wake-up for them would
 //! make every dispatcher claim once more per pass.
 
-mod planner_support;
+use crate::planner_support;
 
 use std::time::Duration as StdDuration;
 

@@ -3,7 +3,7 @@
 //! even from an instance whose clock is five minutes fast — and the runs of one round go out
 //! in waves, each recorded before the next is decided.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use dispatcher_support::{key, nats, prestaged, run, schedule, statuses, workflow};

@@ -5,7 +5,7 @@
 //! run reaches exactly one region's stream, once, also when the dispatcher that recorded its
 //! launch is killed before publishing it and its region is lost meanwhile.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -284,7 +284,7 @@ async fn killed_before_publishing() {
 
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
-            "child_round_that_crashes_in_a_region",
+            test_name!("child_round_that_crashes_in_a_region"),
             "--exact",
             "--ignored",
             "--nocapture",

@@ -4,7 +4,7 @@
 //! their runs `PENDING`; the retry uses the same `Nats-Msg-Id`, which the new leader
 //! de-duplicates because the followers tracked the ids too.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! `run_at` (and the nearest fire times), storing nothing. Taking a skip back restores the
 //! tick; previews show skipped ticks as skipped.
 
-mod planner_support;
+use crate::planner_support;
 
 use chrono::{DateTime, Utc};
 use kairos_core::{RunKey, RunStatus};

@@ -4,7 +4,7 @@
 //! the skip and marks the run `SKIPPED` with the skip's reason instead of publishing it. Its
 //! neighbour, held by the same round, goes out. On real PostgreSQL and nats-server.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! holds is not waited for (its report applies once the holder commits), and two runs of
 //! one exclusive schedule in one batch cannot both become in flight.
 
-mod dispatcher_support;
+use crate::dispatcher_support;
 
 use std::time::Duration;
 

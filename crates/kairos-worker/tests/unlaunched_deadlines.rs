@@ -6,8 +6,8 @@
 //! ended (one row, one publish, its late mark kept), and stays `SKIPPED` under catch-up
 //! `none`; schedules without a deadline get no such rows.
 
-mod dispatcher_support;
-mod planner_support;
+use crate::dispatcher_support;
+use crate::planner_support;
 
 use std::time::Duration as StdDuration;
 

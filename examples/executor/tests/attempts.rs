@@ -9,7 +9,7 @@
 //! Each scenario runs once per executor (`<scenario>::rust`, `<scenario>::python`); the
 //! Python one needs `python3` with nats-py (`scripts/test` installs it).
 
-mod kairos_support;
+use crate::kairos_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! a fresh durable does not replay launches published before it existed (deliver policy
 //! new), and kairos's answer to `STARTED` decides whether a launch runs here.
 
-mod kairos_support;
+use crate::kairos_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! own launcher are run in dependency order and reported STARTED then SUCCESS/FAILED (with
 //! the launch's attempt) on the NATS status subject, and acknowledged.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

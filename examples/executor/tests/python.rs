@@ -5,8 +5,8 @@
 //! the launches published before it existed. Needs `python3` with `nats-py` (`scripts/test`
 //! installs it); a missing interpreter or package fails the test.
 
-mod kairos_support;
-mod support;
+use crate::kairos_support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
