@@ -5,6 +5,7 @@ mod attempt_history;
 mod cancel_outbox;
 mod change_history;
 mod claim_after;
+mod claim_locks;
 mod claim_scope;
 mod constraints;
 mod dispatch_locks;

@@ -172,6 +172,30 @@ fn claim_sql(selection: &str) -> String {
     )
 }
 
+/// A claim's walk leaves alone every run whose row version it sees was written or locked
+/// by a transaction still in progress when the statement took its snapshot (listed in the
+/// snapshot, or at or past its `xmax` and begun before the walk): another round holds that
+/// run.
+///
+/// Without this, such a run would still reach the row lock. If its holder commits first
+/// (a round launching its wave, say), PostgreSQL locks the run's newest version, finds that
+/// it no longer meets the claim's condition (it is `ENQUEUED` now), and leaves it out of
+/// the result, but keeps the lock. The claim's round would then hold a run it never took
+/// until its transaction ends, seconds later for a pre-staged round, and the run's status
+/// reports would wait for it.
+///
+/// A row's `xmax` is 32 bits, so it is compared on the low 32 bits of the snapshot's ids.
+/// A value that matches by chance (a multixact id) only leaves a run to a later claim: the
+/// ids listed end with their transactions, and the range past the snapshot's `xmax` is
+/// only the ids handed out between the snapshot and the walk.
+const NOT_HELD_AT_SNAPSHOT: &str = "(r.xmax::text::int8 = 0 or not ( \
+      r.xmax::text::int8 = any (array(select x::text::int8 & 4294967295 \
+        from pg_snapshot_xip(pg_current_snapshot()) x)) \
+      or (r.xmax::text::int8 \
+          - (select pg_snapshot_xmax(pg_current_snapshot())::text::int8 & 4294967295)) \
+        & 4294967295 < (select pg_current_xact_id()::text::int8 \
+          - pg_snapshot_xmax(pg_current_snapshot())::text::int8)))";
+
 /// Which due runs a claim takes beyond their order: [`claim`]'s filter.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimScope {
@@ -241,6 +265,7 @@ pub async fn claim(
     let sql = claim_sql(&format!(
         "r.status in {AWAITING_LAUNCH} and r.fire_at <= $4 \
            and (r.launch_region is null or not (r.launch_region = any ($5::text[]))) \
+           and {NOT_HELD_AT_SNAPSHOT} \
            {after}{in_region}\
          order by r.priority desc, r.fire_at, r.idempotency_key limit $3",
         AWAITING_LAUNCH = *AWAITING_LAUNCH
