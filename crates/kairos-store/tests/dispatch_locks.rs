@@ -112,7 +112,7 @@ async fn a_burst_of_any_size_fits() {
 async fn ahead_of_a_wave_only_clear_schedules_are_locked_the_rest_at_the_tick() {
     let db = TestDb::new().await;
     let pool = db.pool();
-    schedules(&pool, 6).await;
+    schedules(&pool, 8).await;
     let first = Utc::now()
         .duration_trunc(TimeDelta::seconds(1))
         .expect("whole seconds")
@@ -120,13 +120,18 @@ async fn ahead_of_a_wave_only_clear_schedules_are_locked_the_rest_at_the_tick() 
     let second = TimeDelta::seconds(1);
     // s2 has a run due a second before the wave (another round holds it, or nobody has
     // claimed it yet); s3 one after it; s4 one at the same moment (another round's); s5 a
-    // run in flight; s6 a queued one.
+    // run in flight; s6 a queued one. s7's earlier run has waited an hour (for its region,
+    // say), with runs of s8 finished since: it still counts.
+    stored_run(&pool, "s7", first - second * 3600, "PENDING").await;
+    for minutes in 1..=50 {
+        stored_run(&pool, "s8", first - second * 60 * minutes, "SUCCESS").await;
+    }
     stored_run(&pool, "s2", first - second, "PENDING").await;
     stored_run(&pool, "s3", first + second, "PENDING").await;
     stored_run(&pool, "s4", first, "PENDING").await;
     stored_run(&pool, "s5", first - second * 60, "STARTED").await;
     stored_run(&pool, "s6", first - second * 2, "QUEUED").await;
-    let all = ids(&["s1", "s2", "s3", "s4", "s5", "s6"]);
+    let all = ids(&["s1", "s2", "s3", "s4", "s5", "s6", "s7"]);
     let mut round = pool.begin().await.expect("begin");
     let held = lock_ahead(&mut round, &all, first)
         .await
@@ -138,7 +143,7 @@ async fn ahead_of_a_wave_only_clear_schedules_are_locked_the_rest_at_the_tick() 
     let got = lock_schedules(&mut other, &all)
         .await
         .expect("does not wait");
-    assert_eq!(got, set(&["s2", "s5", "s6"]));
+    assert_eq!(got, set(&["s2", "s5", "s6", "s7"]));
     // And what another round holds is skipped ahead, never waited for.
     let mut third = pool.begin().await.expect("begin");
     let ahead = lock_ahead(&mut third, &ids(&["s1", "s3"]), first)
