@@ -4,7 +4,7 @@
 //! deadline, DAGs; those outcomes are recorded first) → then, wave by wave as `fire_at`s
 //! come: restages runs whose schedule changed (`restage.rs`) → decides the overlap policy
 //! (`decide.rs`; exclusive schedules serialized by a per-schedule dispatch lock) → records
-//! the wave's launches `ENQUEUED`, its other outcomes, and one row naming the wave in
+//! the wave's launches `ENQUEUED`, its other outcomes, and the wave's runs by name in
 //! `launch_waves` → commits → publishes (`launch.rs`: pipelined, every PubAck awaited,
 //! bounded by `launch_timeout`) → acknowledges the wave (`launch_waves` row deleted, failed
 //! publishes put back) → locks the runs still waiting again in a new transaction.
@@ -25,7 +25,8 @@
 //! their DAGs, then publishes them in waves as each `fire_at` comes on the database's clock
 //! (`clock.rs`), so a burst's database work is done before its tick: the dispatch locks
 //! and blockers of its exclusive schedules (`ahead.rs`), and the record of the launches
-//! whose decision cannot change by then (`stage.rs`), uncommitted until the tick. An
+//! whose decision cannot change by then, with their row of `launch_waves` (`stage.rs`),
+//! uncommitted until the tick. An
 //! instance holds up to `lanes` rounds at once, each its own transaction and batch
 //! (`lanes.rs`): a burst of several batches is claimed ahead whole, side by side, and its
 //! rounds publish together at the tick.

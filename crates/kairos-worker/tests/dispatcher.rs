@@ -140,7 +140,11 @@ async fn child_round_that_crashes() {
     let launcher = kairos_launcher::NatsLauncher::connect(config)
         .await
         .expect("nats");
-    let _ = Dispatcher::new(pool, launcher, dispatcher_support::config())
+    let lead_ms = std::env::var("KAIROS_TEST_PRESTAGE_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(0);
+    let _ = Dispatcher::new(pool, launcher, dispatcher_support::prestaged(lead_ms))
         .round()
         .await;
     panic!("the crash point was not reached");
@@ -149,6 +153,11 @@ async fn child_round_that_crashes() {
 /// Runs [`child_round_that_crashes`] against `db`'s database and `nats_url`, dying at
 /// `point`.
 fn crash_child(db: &TestDb, nats_url: &str, point: &str) {
+    crash_prestaged_child(db, nats_url, point, 0);
+}
+
+/// [`crash_child`] with a pre-staging lead of `lead_ms`.
+fn crash_prestaged_child(db: &TestDb, nats_url: &str, point: &str, lead_ms: u64) {
     let status = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             test_name!("child_round_that_crashes"),
@@ -157,6 +166,7 @@ fn crash_child(db: &TestDb, nats_url: &str, point: &str) {
             "--nocapture",
         ])
         .env("KAIROS_CRASH_AT", point)
+        .env("KAIROS_TEST_PRESTAGE_MS", lead_ms.to_string())
         .env("KAIROS_TEST_DB_URL", db.url())
         .env("KAIROS_TEST_NATS_URL", nats_url)
         .status()
@@ -238,6 +248,86 @@ async fn killed_between_commit_and_publish_loses_and_doubles_nothing() {
 #[tokio::test]
 async fn killed_between_ack_and_acknowledgement_loses_and_doubles_nothing() {
     killed_after_the_commit("dispatcher_after_ack", 50).await;
+}
+
+/// One run each of `n` `allow` schedules, all due at one instant `ahead_s` seconds from now
+/// (a round records such runs ahead of their tick: each is alone of its schedule). Returns
+/// their keys.
+async fn allow_runs_due_together(pool: &PgPool, n: usize, ahead_s: f64) -> Vec<String> {
+    workflow(pool).await;
+    let keys: Vec<String> = (0..n as u64).map(key).collect();
+    let schedules: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+    for id in &schedules {
+        schedule(pool, id, "allow", None).await;
+    }
+    sqlx::query(
+        "insert into schedule_runs (idempotency_key, schedule_id, run_at, fire_at, \
+           workflow_id, version, user_id) \
+         select k, s, date_trunc('second', t), t, 'wf', 1, 'u' \
+         from unnest($1::text[], $3::text[]) as v(k, s), \
+           (select now() + make_interval(secs => $2) as t) as due",
+    )
+    .bind(&keys)
+    .bind(ahead_s)
+    .bind(&schedules)
+    .execute(pool)
+    .await
+    .expect("insert runs");
+    keys
+}
+
+/// A dispatcher killed after it committed a pre-staged wave (recorded `ENQUEUED` and named
+/// in `launch_waves` ahead of the tick), before publishing it or before acknowledging it,
+/// loses and doubles nothing; the wave's row counts from its tick, not from when it was
+/// written, so the sweeper's grace starts at the publishes.
+async fn killed_after_a_prestaged_commit(point: &str, published_by_the_child: usize) {
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    let (server, launcher) = nats().await;
+    let keys = allow_runs_due_together(&pool, 50, 1.5).await;
+    crash_prestaged_child(&db, &server.url(), point, 3000);
+    assert_eq!(stream_ids(&launcher).await.len(), published_by_the_child);
+    assert!(
+        statuses(&pool)
+            .await
+            .values()
+            .all(|s| *s == RunStatus::Enqueued),
+        "the wave was committed before its publishes"
+    );
+    let (waves, from_tick): (i64, bool) = sqlx::query_as(
+        "select count(*), bool_and(w.recorded_at >= (select max(fire_at) from schedule_runs)) \
+         from launch_waves w",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("waves");
+    assert_eq!(waves, 1, "one row names the runs recorded ahead");
+    assert!(from_tick, "the row counts from the wave's tick");
+    eager_sweeper(&pool, &launcher)
+        .sweep()
+        .await
+        .expect("sweep");
+    assert_eq!(
+        kairos_store::dispatch::waves::open_count(&pool)
+            .await
+            .expect("waves"),
+        0,
+        "the sweep closed the wave"
+    );
+    let ids = stream_ids(&launcher).await;
+    assert_eq!(ids.len(), 50, "every run once: duplicates dropped");
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert!(keys.iter().all(|key| unique.contains(key)));
+}
+
+#[tokio::test]
+async fn killed_between_a_prestaged_commit_and_publish_loses_and_doubles_nothing() {
+    killed_after_a_prestaged_commit("dispatcher_before_publish", 0).await;
+}
+
+#[tokio::test]
+async fn killed_between_prestaged_acks_and_acknowledgement_loses_and_doubles_nothing() {
+    killed_after_a_prestaged_commit("dispatcher_after_ack", 50).await;
 }
 
 /// A kairos instance killed while it publishes a retry (between the PubAck of attempt 2 and

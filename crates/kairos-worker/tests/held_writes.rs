@@ -103,6 +103,13 @@ async fn writes_answer_while_a_round_holds_their_runs_and_the_round_restages_the
 
     let round = round.await.expect("join");
     assert_eq!((round.withdrawn, round.enqueued), (3, 2), "{round:?}");
+    assert_eq!(
+        kairos_store::dispatch::waves::open_count(&pool)
+            .await
+            .expect("waves"),
+        0,
+        "every row naming the round's waves is closed, those written ahead included"
+    );
     let runs = statuses(&pool).await;
     let reason = |n: usize| field(&pool, keys[n].as_str(), "reason");
     assert_eq!(runs[&keys[0]], RunStatus::Cancelled);

@@ -1,8 +1,9 @@
 //! A wave's launches, recorded before they are published. The dispatcher records a wave's
-//! runs `ENQUEUED` and names them in one row of `launch_waves`, commits, and only then
-//! publishes: the first report of any of them finds its run committed and free. Once every
-//! acknowledgement is in, [`acknowledge`] puts back the runs whose publish failed and deletes
-//! the wave's row, in one transaction.
+//! runs `ENQUEUED` and names them in `launch_waves` (those recorded ahead of the tick in one
+//! row, those recorded at it in another), commits, and only then publishes: the first report
+//! of any of them finds its run committed and free. Once every acknowledgement is in,
+//! [`acknowledge`] puts back the runs whose publish failed and deletes the wave's rows, in
+//! one transaction.
 //!
 //! A dispatcher killed between its commit and [`acknowledge`] leaves the row behind. The
 //! sweeper takes it once it is older than its grace period ([`unacknowledged`]), publishes
@@ -110,7 +111,9 @@ pub async fn take_back(tx: &mut PgConnection, runs: &[&Claimed], span: RunSpan) 
 
 /// Names the runs of a wave about to be published (recorded by [`record_launches`] in the
 /// same transaction), so that a dispatcher dying before [`acknowledge`] leaves them to the
-/// sweeper. `None` when there are none.
+/// sweeper. The row counts as recorded when the wave is let out: now, or the latest
+/// `fire_at` of its runs when a round names them ahead of their tick, so the sweeper's grace
+/// starts at the publishes either way. `None` when there are none.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when the statement fails.
@@ -124,14 +127,16 @@ pub async fn open(tx: &mut PgConnection, runs: &[&Claimed]) -> Result<Option<Wav
         .map(|run| run.idempotency_key.as_str())
         .collect();
     let attempts: Vec<i32> = runs.iter().map(|run| run.attempt).collect();
+    let let_out = runs.iter().map(|run| run.fire_at).max();
     let id: i64 = sqlx::query_scalar(
         "insert into launch_waves (recorded_at, run_first, run_last, keys, attempts) \
-         values (clock_timestamp(), $1, $2, $3, $4) returning wave_id",
+         values (greatest(clock_timestamp(), $5), $1, $2, $3, $4) returning wave_id",
     )
     .bind(first)
     .bind(last)
     .bind(keys)
     .bind(attempts)
+    .bind(let_out)
     .fetch_one(&mut *tx)
     .await?;
     Ok(Some(Wave(id)))
@@ -139,12 +144,17 @@ pub async fn open(tx: &mut PgConnection, runs: &[&Claimed]) -> Result<Option<Wav
 
 /// After a wave's publishes, in a transaction of its own: each run whose publish failed is
 /// put back (a retryable error: the status it was claimed in, `PENDING` or `RETRYING`, with
-/// the error; a permanent one: `FAILED`), unless a report moved it meanwhile, and the wave's
-/// row is deleted. `unsent` pairs each such run with its outcome.
+/// the error; a permanent one: `FAILED`), unless a report moved it meanwhile, and the rows
+/// naming the wave (one written ahead of its tick, one at it) are deleted. `unsent` pairs
+/// each such run with its outcome.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when a statement fails (the wave stays for the sweeper).
-pub async fn acknowledge(pool: &PgPool, wave: Wave, unsent: &[(&Claimed, &Outcome)]) -> Result<()> {
+pub async fn acknowledge(
+    pool: &PgPool,
+    wave: &[Wave],
+    unsent: &[(&Claimed, &Outcome)],
+) -> Result<()> {
     let mut tx = pool.begin().await?;
     if !unsent.is_empty() {
         let keys: Vec<&str> = unsent
@@ -186,7 +196,7 @@ pub async fn acknowledge(pool: &PgPool, wave: Wave, unsent: &[(&Claimed, &Outcom
         .execute(&mut *tx)
         .await?;
     }
-    close(&mut tx, &[wave]).await?;
+    close(&mut tx, wave).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -140,8 +140,9 @@ impl<L: RunLauncher> Dispatcher<L> {
             let asked = cancel_others(&mut tx, &wave, &decisions, &settled).await?;
             cancels += asked;
             outcomes.extend(settled);
-            let runs: Vec<&Claimed> = launches.iter().map(|(run, _)| *run).collect();
-            let opened = waves::open(&mut tx, &runs).await?;
+            let named_at_tick: Vec<&Claimed> = at_tick.iter().map(|(run, _)| *run).collect();
+            let mut opened: Vec<Wave> = staged.take_wave().into_iter().collect();
+            opened.extend(waves::open(&mut tx, &named_at_tick).await?);
             crash_point("dispatcher_before_commit");
             tx.commit().await?;
             staged = Staged::default();
@@ -152,8 +153,8 @@ impl<L: RunLauncher> Dispatcher<L> {
             drop(launching);
             crash_point("dispatcher_after_ack");
             drift.extend(drift_of(&wave, &launched));
-            if let Some(opened) = opened {
-                self.acknowledge(opened, &wave, &launched).await?;
+            if !opened.is_empty() {
+                self.acknowledge(&opened, &wave, &launched).await?;
             }
             tx = self.next_transaction(&mut waiting, &mut after).await?;
             let (recorded, stood) = settle(&after, &launched);
@@ -170,6 +171,10 @@ impl<L: RunLauncher> Dispatcher<L> {
                 ahead = DecidedAhead::read(&mut tx, &waiting, &release).await?;
                 staged = Staged::record(&mut tx, &waiting, &ahead, &release, span).await?;
             }
+        }
+        // A row written ahead for a wave that ended empty names no run left to publish.
+        if let Some(unused) = staged.take_wave() {
+            waves::close(&mut tx, &[unused]).await?;
         }
         tx.commit().await?;
         crash_point("dispatcher_after_commit");
@@ -197,7 +202,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// failed are put back and the wave's row deleted, in a transaction of its own.
     async fn acknowledge(
         &self,
-        opened: Wave,
+        opened: &[Wave],
         wave: &[Claimed],
         launched: &[Outcome],
     ) -> Result<()> {

@@ -1,8 +1,9 @@
 //! Recording ahead: while a round waits for a pre-staged wave's tick, it records `ENQUEUED`
 //! the runs of that wave whose decision nothing but a schedule write can change before the
-//! tick, in its open transaction. No one sees them before the round commits at the tick,
-//! so the contract holds (a run is `ENQUEUED` when its launch goes out), and at the tick the
-//! round's costliest statement is already done: it commits and publishes.
+//! tick, in its open transaction, with the row of `launch_waves` that names them. No one
+//! sees them before the round commits at the tick, so the contract holds (a run is
+//! `ENQUEUED` when its launch goes out), and at the tick the round's costliest statements
+//! are already done: it commits and publishes.
 //!
 //! A run is recorded ahead when it is `PENDING`, not past its launch deadline, the only run
 //! of its schedule in the round, and goes out whatever happens before the tick: overlap
@@ -15,7 +16,8 @@
 use std::collections::{HashMap, HashSet};
 
 use kairos_core::{OverlapPolicy, RunStatus};
-use kairos_store::dispatch::{waves, Claimed, RunSpan};
+use kairos_store::dispatch::waves::{self, Wave};
+use kairos_store::dispatch::{Claimed, RunSpan};
 use kairos_store::Tx;
 
 use super::decide::{decide, Decision};
@@ -25,10 +27,13 @@ use super::Result;
 use crate::priority::Launching;
 
 /// The runs a round recorded `ENQUEUED` ahead of its next wave's tick, by key: each run as
-/// claimed, and whether it counts against its schedule's runs in flight.
+/// claimed, and whether it counts against its schedule's runs in flight; and the row of
+/// `launch_waves` naming them. A run taken back stays named there: the sweeper republishes
+/// only runs still `ENQUEUED`.
 #[derive(Debug, Default)]
 pub(super) struct Staged {
     runs: HashMap<String, (Claimed, bool)>,
+    wave: Option<Wave>,
 }
 
 /// How many of `runs` each schedule has.
@@ -85,12 +90,20 @@ impl Staged {
         }
         let launching = Launching::start();
         waves::record_launches(tx, &launches, span, release.now()).await?;
+        let named: Vec<&Claimed> = launches.iter().map(|(run, _)| *run).collect();
+        let wave = waves::open(tx, &named).await?;
         drop(launching);
         let runs = launches
             .into_iter()
             .map(|(run, exclusive)| (run.idempotency_key.clone(), (run.clone(), exclusive)))
             .collect();
-        Ok(Staged { runs })
+        Ok(Staged { runs, wave })
+    }
+
+    /// The row of `launch_waves` naming the runs recorded ahead, handed to the wave that
+    /// publishes them (it is acknowledged with that wave).
+    pub(super) fn take_wave(&mut self) -> Option<Wave> {
+        self.wave.take()
     }
 
     /// Whether `run` was recorded ahead.
