@@ -33,6 +33,10 @@ async fn main() {
         max_body_bytes: 64 << 20,
         allowed_hosts: kairos_api::AllowedHosts::for_bind(([127, 0, 0, 1], 8080).into()),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     };
     let router = app(state);
     upserts(&router).await;

@@ -39,6 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{self, MethodRouter};
 use axum::Router;
 use kairos_auth::{Authenticator, Role};
+use kairos_launcher::status::StatusSubjects;
 use kairos_launcher::NatsLink;
 use kairos_registrar::Registrar;
 use kairos_worker::intake::Intake;
@@ -67,6 +68,9 @@ pub struct AppState {
     /// Renders `GET /metrics` (a handle to the recorder this process installed, see
     /// `kairos_worker::metrics::recorder`); `None`: that route answers 503.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// Where launch messages tell executors to report (`nats.subject_prefix`,
+    /// `nats.status_partitions`): the run page shows the launch message as published.
+    pub status_subjects: StatusSubjects,
 }
 
 /// One route: the router is built from these and the OpenAPI test reads them.

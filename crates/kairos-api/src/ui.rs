@@ -262,15 +262,20 @@ pub(crate) async fn run_fragment(
     Path(key): Path<String>,
 ) -> Result<Response, ApiError> {
     let viewer = viewer(&state, &headers);
-    fragment(kairos_ui::run(&state.registrar, &key, viewer, Some(launch_text)).await)
+    let subjects = &state.status_subjects;
+    let launch = |run: &kairos_registrar::Run, workflow: &kairos_registrar::WorkflowView| {
+        launch_text(run, workflow, subjects)
+    };
+    fragment(kairos_ui::run(&state.registrar, &key, viewer, Some(&launch)).await)
 }
 
-/// The launch message of `run`'s current attempt, built as the dispatcher builds it
-/// (`kairos_worker`'s `messages::message`): its JSON (pretty-printed, fields in the order
-/// sent) and its `Nats-Msg-Id`.
+/// The launch message of `run`'s current attempt as published, built as the dispatcher
+/// builds it (`kairos_worker`'s `messages::message`) with the subject its executor reports
+/// on: its JSON (pretty-printed, fields in the order sent) and its `Nats-Msg-Id`.
 fn launch_text(
     run: &kairos_registrar::Run,
     workflow: &kairos_registrar::WorkflowView,
+    subjects: &kairos_launcher::status::StatusSubjects,
 ) -> (String, String) {
     use kairos_launcher::LaunchMessage;
     let message = LaunchMessage {
@@ -287,6 +292,8 @@ fn launch_text(
         dag: std::sync::Arc::new(workflow.dag.clone()),
     };
     // Invariant: every field serializes (as `LaunchMessage::encode` relies on).
-    let json = serde_json::to_string_pretty(&message).expect("launch messages always serialize");
+    let status_subject = subjects.of(&message.idempotency_key);
+    let json = serde_json::to_string_pretty(&message.reporting_on(&status_subject))
+        .expect("launch messages always serialize");
     (json, message.msg_id())
 }

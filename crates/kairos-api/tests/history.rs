@@ -396,6 +396,10 @@ async fn without_auth_the_actor_is_anonymous() {
         max_body_bytes: MAX_BODY,
         allowed_hosts: allowed_hosts(),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     });
     deploy_workflow(&router, "report", 3).await;
     send(
@@ -429,6 +433,10 @@ async fn with_a_jwt_the_actor_is_its_subject() {
         max_body_bytes: MAX_BODY,
         allowed_hosts: allowed_hosts(),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     });
     let exp = chrono::Utc::now().timestamp() + 600;
     let claims = json!({"sub": "release-bot", "aud": "kairos", "exp": exp, "role": "deployer"});

@@ -56,6 +56,10 @@ async fn api(pool: PgPool, nats: &NatsServer, metrics: PrometheusHandle) -> Rout
         max_body_bytes: common::MAX_BODY,
         allowed_hosts: common::allowed_hosts(),
         metrics: Some(metrics),
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     })
 }
 

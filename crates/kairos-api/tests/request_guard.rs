@@ -40,6 +40,10 @@ fn open_router(pool: PgPool) -> Router {
         max_body_bytes: MAX_BODY,
         allowed_hosts: allowed_hosts(),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     })
 }
 

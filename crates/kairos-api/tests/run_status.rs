@@ -57,6 +57,10 @@ async fn api(pool: PgPool, nats: &NatsServer) -> axum::Router {
         max_body_bytes: common::MAX_BODY,
         allowed_hosts: common::allowed_hosts(),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     })
 }
 

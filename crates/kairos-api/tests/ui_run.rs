@@ -248,8 +248,12 @@ async fn the_launch_message_shown_is_the_one_the_launcher_publishes() {
     assert!(shown.contains("&lt;b&gt;rows&lt;/b&gt; &amp;"), "{shown}");
     assert!(!shown.contains("<b>"), "{shown}");
     let shown = unescape(shown);
-    // Field for field what the launcher would publish (its encoded body)...
-    let sent: Value = serde_json::from_slice(&expected.encode()).expect("json");
+    // Field for field what the launcher would publish (its encoded body, with the subject
+    // the router's deployment, 16 status partitions, tells the executor to report on)...
+    let status_subject = kairos_launcher::status::status_subject("kairos", &key, 16);
+    assert_ne!(status_subject, format!("kairos.status.{key}"));
+    let sent: Value =
+        serde_json::from_slice(&expected.encode_reporting_on(&status_subject)).expect("json");
     let parsed: Value = serde_json::from_str(&shown).expect("the page shows JSON");
     assert_eq!(parsed, sent);
     for field in [
@@ -259,13 +263,14 @@ async fn the_launch_message_shown_is_the_one_the_launcher_publishes() {
         "attempt",
         "dag",
         "source",
+        "status_subject",
     ] {
         assert_eq!(parsed[field], sent[field], "{field}");
     }
     // ...in the order sent, pretty-printed.
     assert_eq!(
         shown,
-        serde_json::to_string_pretty(&expected).expect("json")
+        serde_json::to_string_pretty(&expected.reporting_on(&status_subject)).expect("json")
     );
     let msg_id = between(&html, "<code id=\"launch-msg-id\">", "</code>");
     assert_eq!(msg_id, expected.msg_id());

@@ -41,11 +41,8 @@ impl Fleet {
             if args.mode == crate::Mode::Queue {
                 command.env("KAIROS_SCHEDULER__LAUNCH_DEADLINE_S", "15");
             }
-            if args.status_partitions > 0 {
-                command.env(
-                    "KAIROS_NATS__STATUS_PARTITIONS",
-                    args.status_partitions.to_string(),
-                );
+            if let Some(partitions) = args.status_partitions {
+                command.env("KAIROS_NATS__STATUS_PARTITIONS", partitions.to_string());
             }
             if let Some(size) = args.nats_cluster {
                 command.env("KAIROS_NATS__REPLICAS", size.to_string());

@@ -121,11 +121,11 @@ pub struct Args {
     /// milliseconds after the first measured tick, in the middle of its burst.
     #[arg(long, requires = "nats_cluster")]
     pub kill_stream_leader_ms: Option<u64>,
-    /// Partition the status stream into this many partitions: the instances run with
-    /// `nats.status_partitions` = N (0: not partitioned), and the executor reports on the
-    /// subject each launch message names.
-    #[arg(long, default_value_t = 0)]
-    pub status_partitions: u16,
+    /// The instances run with `nats.status_partitions` = N (0: one status consumer shared
+    /// by all); without it, with the default. The executor reports on the subject each
+    /// launch message names.
+    #[arg(long)]
+    pub status_partitions: Option<u16>,
     /// The nats-server binary the bench starts (with JetStream, its store in a temporary
     /// directory) when no `--nats-url` is given.
     #[arg(long, default_value = "nats-server")]

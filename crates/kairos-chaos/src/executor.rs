@@ -1,6 +1,7 @@
 //! The executor of the run: a durable JetStream pull consumer on the launch stream that
 //! records every message (stream sequence, `Nats-Msg-Id`, run key) and reports `STARTED`
-//! then `SUCCESS` on `<prefix>.status.<key>` (JetStream publish, `schemas/status.schema.json`),
+//! then `SUCCESS` on the subject the launch names (`status_subject`; `<prefix>.status.<key>`
+//! in a message without one) (JetStream publish, `schemas/status.schema.json`),
 //! acknowledging the launch only once both reports are stored. A report that cannot be sent
 //! (NATS is down) is retried; a launch never acknowledged is delivered again, and a second
 //! delivery of the same stream sequence is not a second message.
@@ -123,6 +124,10 @@ async fn consume(
             let body: serde_json::Value =
                 serde_json::from_slice(&message.payload).unwrap_or_default();
             let key = body["idempotency_key"].as_str().unwrap_or("").to_string();
+            let subject = match body["status_subject"].as_str() {
+                Some(named) => named.to_string(),
+                None => format!("{PREFIX}.status.{key}"),
+            };
             let attempt = body["attempt"].as_u64().unwrap_or(1);
             let msg_id = message
                 .headers
@@ -147,7 +152,7 @@ async fn consume(
             tokio::spawn(async move {
                 let _permit = permit;
                 for status in ["STARTED", "SUCCESS"] {
-                    if !report(&jetstream, &shared, &key, attempt, status).await {
+                    if !report(&jetstream, &shared, (&key, &subject), attempt, status).await {
                         return; // not acknowledged: delivered again after ack_wait
                     }
                 }
@@ -157,11 +162,12 @@ async fn consume(
     }
 }
 
-/// Publishes one status until the stream stores it (at most 2 minutes).
+/// Publishes one status of run `key` on `subject` until the stream stores it (at most 2
+/// minutes).
 async fn report(
     jetstream: &jetstream::Context,
     shared: &Shared,
-    key: &str,
+    (key, subject): (&str, &str),
     attempt: u64,
     status: &str,
 ) -> bool {
@@ -175,7 +181,7 @@ async fn report(
     for _ in 0..240 {
         let sent = tokio::time::timeout(Duration::from_secs(5), async {
             let ack = jetstream
-                .publish(format!("{PREFIX}.status.{key}"), payload.clone().into())
+                .publish(subject.to_string(), payload.clone().into())
                 .await?;
             ack.await?;
             Ok::<(), anyhow::Error>(())

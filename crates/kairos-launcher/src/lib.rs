@@ -31,7 +31,7 @@ use std::future::Future;
 pub use error::{Error, Result};
 pub use link::NatsLink;
 pub use memory::InMemoryLauncher;
-pub use message::{CancelMessage, DeadLetter, LaunchMessage, Source};
+pub use message::{CancelMessage, DeadLetter, LaunchMessage, PublishedLaunch, Source};
 pub use nats::{NatsConfig, NatsLauncher};
 pub use streams::Retention;
 

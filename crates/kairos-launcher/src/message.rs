@@ -100,18 +100,26 @@ impl LaunchMessage {
     /// The JSON body as published on NATS: the message plus `status_subject`, the subject
     /// its executor reports the run's status on.
     pub fn encode_reporting_on(&self, status_subject: &str) -> Vec<u8> {
-        #[derive(Serialize)]
-        struct Body<'a> {
-            #[serde(flatten)]
-            message: &'a LaunchMessage,
-            status_subject: &'a str,
-        }
-        let body = Body {
+        serde_json::to_vec(&self.reporting_on(status_subject))
+            .expect("launch messages always serialize")
+    }
+
+    /// The body as published on NATS, to serialize (its fields in the order sent).
+    #[must_use]
+    pub fn reporting_on<'a>(&'a self, status_subject: &'a str) -> PublishedLaunch<'a> {
+        PublishedLaunch {
             message: self,
             status_subject,
-        };
-        serde_json::to_vec(&body).expect("launch messages always serialize")
+        }
     }
+}
+
+/// A launch message as published: its fields, then `status_subject`.
+#[derive(Debug, Serialize)]
+pub struct PublishedLaunch<'a> {
+    #[serde(flatten)]
+    message: &'a LaunchMessage,
+    status_subject: &'a str,
 }
 
 /// The copy of a run whose last attempt failed, published on `<prefix>.dlq.<workflow_id>`

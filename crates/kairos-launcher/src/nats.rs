@@ -95,10 +95,19 @@ impl NatsConfig {
             user_password: None,
             token: None,
             regions: Vec::new(),
-            status_partitions: 0,
+            status_partitions: 16,
         };
         config.name_streams(crate::streams::DEFAULT_PREFIX);
         config
+    }
+
+    /// Where this deployment's launch messages tell executors to report.
+    #[must_use]
+    pub fn status_subjects(&self) -> crate::status::StatusSubjects {
+        crate::status::StatusSubjects {
+            prefix: self.subject_prefix.clone(),
+            partitions: self.status_partitions,
+        }
     }
 
     /// Names the four streams `<prefix>_LAUNCH`, `<prefix>_STATUS`, `<prefix>_DLQ` and

@@ -32,7 +32,7 @@ use crate::{Error, NatsLauncher, Result};
 
 mod subject;
 
-pub use subject::{partition_of, status_subject};
+pub use subject::{partition_of, status_subject, StatusSubjects};
 
 /// The status stream's name under the default `nats.stream_prefix`.
 pub const STATUS_STREAM: &str = "KAIROS_STATUS";

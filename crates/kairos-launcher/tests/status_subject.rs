@@ -78,9 +78,9 @@ async fn the_launch_names_the_partition_the_servers_mapping_gives_its_key() {
 #[tokio::test]
 async fn without_partitions_the_launch_names_the_keys_own_subject() {
     let server = NatsServer::start();
-    let launcher = NatsLauncher::connect(NatsConfig::new(server.url()))
-        .await
-        .expect("connect");
+    let mut config = NatsConfig::new(server.url());
+    config.status_partitions = 0;
+    let launcher = NatsLauncher::connect(config).await.expect("connect");
     let key = format!("{:064x}", 7);
     for sent in launcher.launch(&[support::message(&key, 1)]).await {
         sent.expect("launched");

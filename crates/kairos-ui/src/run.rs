@@ -18,7 +18,7 @@ use crate::Viewer;
 
 /// Rebuilds the launch message of a run's current attempt from the run and its workflow
 /// version, as the dispatcher publishes it: its JSON text and its `Nats-Msg-Id`.
-pub type LaunchText = fn(&Run, &WorkflowView) -> (String, String);
+pub type LaunchText<'a> = &'a (dyn Fn(&Run, &WorkflowView) -> (String, String) + Sync);
 
 /// What the page says about the launch message.
 enum Launch {
@@ -40,7 +40,7 @@ pub async fn run(
     registrar: &Registrar,
     key: &str,
     viewer: Viewer,
-    launch: Option<LaunchText>,
+    launch: Option<LaunchText<'_>>,
 ) -> Result<String, kairos_registrar::Error> {
     let view = registrar.run(key).await?;
     let launch = match launch {

@@ -50,12 +50,16 @@ async fn runs_launches_and_reports_status_on_nats() {
     for seq in 1..=4 {
         let message = statuses.get_raw_message(seq).await.expect("status message");
         let body: Value = serde_json::from_slice(&message.payload).expect("json");
-        let key = message
-            .subject
+        let key = body["idempotency_key"]
             .as_str()
-            .trim_start_matches("kairos.status.")
+            .expect("idempotency_key")
             .to_string();
-        assert_eq!(body["idempotency_key"], key.as_str());
+        // The subject the launch named (`status_subject`): its run's status partition.
+        let named = kairos_launcher::NatsConfig::new(server.url())
+            .status_subjects()
+            .of(&key);
+        assert_eq!(message.subject.as_str(), named);
+        assert_ne!(named, format!("kairos.status.{key}"));
         assert_eq!(body["executor_id"], "exec-1");
         assert_eq!(
             body["attempt"], 1,

@@ -66,6 +66,10 @@ pub fn router_with(pool: PgPool, settings: Settings) -> Router {
         max_body_bytes: MAX_BODY,
         allowed_hosts: allowed_hosts(),
         metrics: None,
+        status_subjects: kairos_launcher::status::StatusSubjects {
+            prefix: "kairos".into(),
+            partitions: 16,
+        },
     })
 }
 

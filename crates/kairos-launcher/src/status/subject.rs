@@ -6,6 +6,24 @@
 //! subject named in the launch or on `<prefix>.status.<key>` through the server's mapping,
 //! and no server configuration is needed for executors that use the named subject.
 
+/// Where a deployment's launch messages tell executors to report: its subject prefix and
+/// its status stream's partitions (`nats.status_partitions`, 0: not partitioned).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusSubjects {
+    /// `nats.subject_prefix`.
+    pub prefix: String,
+    /// `nats.status_partitions`.
+    pub partitions: u16,
+}
+
+impl StatusSubjects {
+    /// The subject the executor of run `key` reports on.
+    #[must_use]
+    pub fn of(&self, key: &str) -> String {
+        status_subject(&self.prefix, key, self.partitions)
+    }
+}
+
 /// The subject the executor of run `key` reports on, with the status stream split into
 /// `partitions` (0: not partitioned).
 #[must_use]

@@ -101,6 +101,7 @@ impl Kairos {
             intake: Intake::new(self.pool.clone()),
             nats: None,
             metrics: None,
+            status_subjects: self.launcher.config().status_subjects(),
         });
         let limits = kairos_api::ServeLimits {
             header_read_timeout: Duration::from_secs(10),
