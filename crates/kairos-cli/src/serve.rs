@@ -22,7 +22,6 @@ use anyhow::{bail, Context};
 use chrono::Duration;
 use kairos_api::AppState;
 use kairos_auth::Authenticator;
-use kairos_launcher::status::StatusSubjects;
 use kairos_launcher::NatsLink;
 use kairos_registrar::{DagLimit, Registrar, Settings};
 use kairos_store::PgPool;
@@ -310,10 +309,7 @@ async fn serve_api(
         intake: api.intake,
         nats: api.nats,
         metrics: Some(api.metrics),
-        status_subjects: StatusSubjects {
-            prefix: config.nats.subject_prefix.clone(),
-            partitions: config.nats.status_partitions,
-        },
+        status_subjects: config.nats.launcher().status_subjects(),
     };
     let listener = tokio::net::TcpListener::bind(config.http.bind)
         .await

@@ -6,13 +6,13 @@
 //! (`decide.rs`; exclusive schedules serialized by a per-schedule dispatch lock) → records
 //! the wave's launches `ENQUEUED`, its other outcomes, and the wave's runs by name in
 //! `launch_waves` → commits → publishes (`launch.rs`: pipelined, every PubAck awaited,
-//! bounded by `launch_timeout`) → acknowledges the wave (`launch_waves` row deleted, failed
+//! bounded by `launch_timeout`) → acknowledges the wave (`launch_waves` rows deleted, failed
 //! publishes put back) → locks the runs still waiting again in a new transaction.
 //!
 //! A run is committed `ENQUEUED` before any executor can receive it, so its reports never
 //! wait for the round. A process killed before the commit rolls the wave back: its runs
 //! are `PENDING` again, and the next dispatcher publishes them. One killed after it leaves
-//! the wave's row: the sweeper publishes its runs again under the same `Nats-Msg-Id`, which
+//! the wave's rows: the sweeper publishes its runs again under the same `Nats-Msg-Id`, which
 //! the stream drops as a duplicate of any it already stored (invariants "one message per
 //! tick" and "claims die with their holder"). A retryable launch error puts the run back
 //! `PENDING` (invariant "nothing is lost while NATS is down"); a permanent one fails it.
@@ -26,10 +26,9 @@
 //! (`clock.rs`), so a burst's database work is done before its tick: the dispatch locks
 //! and blockers of its exclusive schedules (`ahead.rs`), and the record of the launches
 //! whose decision cannot change by then, with their row of `launch_waves` (`stage.rs`),
-//! uncommitted until the tick. An
-//! instance holds up to `lanes` rounds at once, each its own transaction and batch
-//! (`lanes.rs`): a burst of several batches is claimed ahead whole, side by side, and its
-//! rounds publish together at the tick.
+//! uncommitted until the tick. An instance holds up to `lanes` rounds at once, each its own
+//! transaction and batch (`lanes.rs`): a burst of several batches is claimed ahead whole,
+//! side by side, and its rounds publish together at the tick.
 //!
 //! The claimer's loop ([`Dispatcher::run`]) has three arms besides shutdown: the next
 //! `fire_at`, a round finishing (its lane is free) and a wake-up (NOTIFY on `kairos_runs`:

@@ -70,7 +70,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     /// at once, a pre-staged run when its `fire_at` comes. A wave's launches are recorded
     /// `ENQUEUED` (ahead of the tick where they can be, `stage.rs`) and committed before
     /// they are published, so a report never waits for the round that launched its run;
-    /// the wave's row in `launch_waves` covers a crash between that commit and the
+    /// the wave's rows in `launch_waves` cover a crash between that commit and the
     /// acknowledgements. The runs still waiting, and those whose skip or queue depends on
     /// this wave's publishes, are locked again in the next transaction
     /// (`next_transaction`). Commits the last one.
@@ -199,7 +199,7 @@ impl<L: RunLauncher> Dispatcher<L> {
     }
 
     /// Once a wave's publishes are all acknowledged (or timed out): the runs whose publish
-    /// failed are put back and the wave's row deleted, in a transaction of its own.
+    /// failed are put back and the wave's rows deleted, in a transaction of its own.
     async fn acknowledge(
         &self,
         opened: &[Wave],
